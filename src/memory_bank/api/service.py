@@ -1,0 +1,25 @@
+"""Handlers for the liveness and readiness probes."""
+
+from __future__ import annotations
+
+from memory_bank import state as app_state
+from memory_bank.api.respond import Reply, json_reply
+from memory_bank.errors import ServiceUnavailable
+from memory_bank.store.migrate import is_current
+
+
+def getHealthz() -> Reply:
+    """The process is up."""
+    return json_reply({"status": "ok"})
+
+
+def getReadyz() -> Reply:
+    """The database answers and its schema is current."""
+    state = app_state.current()
+    try:
+        current = is_current(state.engine)
+    except Exception:
+        raise ServiceUnavailable("The database is unreachable.") from None
+    if not current:
+        raise ServiceUnavailable("The database schema is not current; run memory-bank migrate.")
+    return json_reply({"status": "ready"})

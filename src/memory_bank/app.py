@@ -1,0 +1,98 @@
+"""The app factory: engine, migrations, Connexion app, error rendering, middleware."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import connexion
+from connexion.exceptions import ProblemException
+from connexion.jsonifier import Jsonifier
+from connexion.middleware import MiddlewarePosition
+from connexion.resolver import Resolver
+from starlette.exceptions import HTTPException
+
+from memory_bank import problems
+from memory_bank.api import HANDLER_MODULES
+from memory_bank.auth import scopes_from_spec
+from memory_bank.errors import ApiError
+from memory_bank.middleware import OuterMiddleware
+from memory_bank.settings import Settings
+from memory_bank.spec import load_spec
+from memory_bank.state import STATE_KEY, AppState
+from memory_bank.store.engine import make_engine
+from memory_bank.store.migrate import migrate, signing_secret
+from memory_bank.validation import NamingParameterValidator
+
+log = logging.getLogger("memory_bank")
+
+
+def _handlers() -> dict[str, Callable[..., Any]]:
+    """operationId -> handler function, from the handler modules."""
+    found: dict[str, Callable[..., Any]] = {}
+    for name in HANDLER_MODULES:
+        module = importlib.import_module(f"memory_bank.api.{name}")
+        for attr, value in vars(module).items():
+            public = callable(value) and attr[:1].islower()
+            if public and getattr(value, "__module__", None) == module.__name__:
+                found[attr] = value
+    return found
+
+
+def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> Any:
+    """Build the whole service for these settings and return its ASGI app (a Connexion app)."""
+    settings = settings or Settings.from_env()
+    logging.basicConfig(level=settings.log_level.upper())
+    engine = make_engine(settings.database_url, settings.db_pool_size)
+    if run_migrations:
+        migrate(engine)
+    spec = load_spec()
+    state = AppState(
+        settings=settings,
+        engine=engine,
+        secret=signing_secret(engine),
+        spec=spec,
+        required_scopes=scopes_from_spec(spec),
+    )
+    handlers = _handlers()
+    missing = [op for op in state.required_scopes if op not in handlers]
+    if missing:
+        # A spec operation without a handler is a broken build, not a 501 at run time.
+        raise RuntimeError(f"no handler for operation(s): {', '.join(sorted(missing))}")
+
+    app = connexion.FlaskApp(__name__)
+    app.app.config[STATE_KEY] = state
+    app.add_api(
+        load_spec(),
+        resolver=Resolver(function_resolver=lambda op_id: handlers[op_id]),
+        strict_validation=True,
+        validator_map={"parameter": NamingParameterValidator},
+        jsonifier=Jsonifier(json),
+        validate_responses=settings.validate_responses,
+        swagger_ui_options=connexion.options.SwaggerUIOptions(
+            swagger_ui_path="/docs", spec_path="/openapi.json"
+        ),
+    )
+    app.add_error_handler(ApiError, problems.render_api_error)
+    app.add_error_handler(ProblemException, problems.render_connexion_problem)
+    app.add_error_handler(HTTPException, _render_http_exception)
+    app.add_error_handler(Exception, problems.render_unexpected)
+    # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
+    app.app.register_error_handler(ApiError, _reraise)
+    app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
+    state.extras["connexion_app"] = app
+    return app
+
+
+def _reraise(exc: Exception) -> Any:
+    """Let an ApiError from a Flask view propagate to Connexion's exception middleware."""
+    raise exc
+
+
+def _render_http_exception(request: Any, exc: Exception) -> Any:
+    """Render a plain HTTP exception (e.g. 404 for an unknown route, 405) as a problem."""
+    assert isinstance(exc, HTTPException)
+    return problems.render_status(exc.status_code)(request, exc)

@@ -1,0 +1,167 @@
+"""The memory domain: validate and normalise input, call storage, shape the output."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Engine
+
+from memory_bank import cursor
+from memory_bank.auth import Principal
+from memory_bank.errors import InvalidRequest, MemoryNotFound
+from memory_bank.ids import is_id, iso
+from memory_bank.search import index as search_index
+from memory_bank.store import memories as store
+from memory_bank.store.engine import reading, writing
+
+MAX_CONTENT = 8000
+MAX_TAGS = 32
+MAX_TAG = 64
+MAX_CONTEXTS = 16
+MAX_SNIPPET = 4000
+MAX_REF = 128
+
+
+def parse_new_memory(
+    body: dict[str, Any],
+) -> tuple[str, list[str], list[store.NewContext]]:
+    """Check a postMemory body beyond the schema (trimming, NULs, duplicates)."""
+    content = _text(body.get("content"), "content", MAX_CONTENT)
+    tags: list[str] = []
+    raw_tags = body.get("tags") or []
+    if len(raw_tags) > MAX_TAGS:
+        raise InvalidRequest(f"At most {MAX_TAGS} tags.", field="tags")
+    for i, tag in enumerate(raw_tags):
+        clean = _text(tag, f"tags[{i}]", MAX_TAG)
+        if clean not in tags:
+            tags.append(clean)
+    contexts: list[store.NewContext] = []
+    raw_contexts = body.get("contexts") or []
+    if len(raw_contexts) > MAX_CONTEXTS:
+        raise InvalidRequest(f"At most {MAX_CONTEXTS} contexts.", field="contexts")
+    for i, ctx in enumerate(raw_contexts):
+        contexts.append(
+            store.NewContext(
+                snippet=_text(ctx.get("snippet"), f"contexts[{i}].snippet", MAX_SNIPPET),
+                conversation_id=_ref(ctx.get("conversation_id"), f"contexts[{i}].conversation_id"),
+                message_id=_ref(ctx.get("message_id"), f"contexts[{i}].message_id"),
+                origin=ctx.get("origin"),
+            )
+        )
+    return content, tags, contexts
+
+
+def _text(value: Any, field: str, limit: int) -> str:
+    """A trimmed, non-empty string of at most limit characters without NUL."""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"'{field}' must be a string.", field=field)
+    if "\x00" in value:
+        raise InvalidRequest(f"'{field}' must not contain NUL characters.", field=field)
+    clean = value.strip()
+    if not clean:
+        raise InvalidRequest(f"'{field}' must not be empty or only whitespace.", field=field)
+    if len(clean) > limit:
+        raise InvalidRequest(f"'{field}' is longer than {limit} characters.", field=field)
+    return clean
+
+
+def _ref(value: Any, field: str) -> str | None:
+    """An optional conversation or message id."""
+    if value is None:
+        return None
+    return _text(value, field, MAX_REF)
+
+
+def save(engine: Engine, principal: Principal, body: dict[str, Any]) -> dict[str, Any]:
+    """Save a memory for the principal; scope and source come from the credential."""
+    content, tags, contexts = parse_new_memory(body)
+    owner = store.Owner(principal.user_id, principal.org_id, principal.source)
+    row = writing(engine, lambda conn: store.insert_memory(conn, owner, content, tags, contexts))
+    return shape(row)
+
+
+def fetch(engine: Engine, principal: Principal, memory_id: str) -> dict[str, Any]:
+    """One of the principal's memories, or 404 (also for other users' ids)."""
+    if not is_id(memory_id, "mem"):
+        raise MemoryNotFound("No memory with this id.")
+    with reading(engine) as conn:
+        found = store.get_memories(conn, principal.user_id, [memory_id])
+    if memory_id not in found:
+        raise MemoryNotFound("No memory with this id.")
+    return shape(found[memory_id])
+
+
+def remove(engine: Engine, principal: Principal, memory_id: str) -> None:
+    """Delete one of the principal's memories, or 404."""
+    if not is_id(memory_id, "mem"):
+        raise MemoryNotFound("No memory with this id.")
+    deleted = writing(engine, lambda conn: store.delete_memory(conn, principal.user_id, memory_id))
+    if not deleted:
+        raise MemoryNotFound("No memory with this id.")
+
+
+def page(
+    engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
+) -> dict[str, Any]:
+    """One page of the principal's memories, newest first, with the next cursor."""
+    before_id = cursor.decode(secret, principal.user_id, after) if after else None
+    with reading(engine) as conn:
+        rows = store.list_memories(conn, principal.user_id, limit + 1, before_id)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = cursor.encode(secret, principal.user_id, rows[-1].id) if more else None
+    return {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
+
+
+def find(engine: Engine, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
+    """The principal's memories that best match a query, with scores, best first."""
+    if "\x00" in query:
+        raise InvalidRequest("'q' must not contain NUL characters.", field="q")
+    if not query.strip():
+        raise InvalidRequest("'q' must not be empty or only whitespace.", field="q")
+    with reading(engine) as conn:
+        hits = search_index.search(conn, principal.user_id, query, limit)
+        found = store.get_memories(conn, principal.user_id, [mid for mid, _ in hits])
+    results = []
+    for mid, score in hits:
+        if mid in found:
+            item = shape(found[mid])
+            item["score"] = round(score, 6)
+            results.append(item)
+    return results
+
+
+def shape(row: store.MemoryRow) -> dict[str, Any]:
+    """A memory as the API returns it."""
+    return {
+        "id": row.id,
+        "content": row.content,
+        "tags": row.tags,
+        "source": row.source,
+        "scope": row.scope,
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at),
+        "contexts": [shape_context(c) for c in row.contexts],
+    }
+
+
+def shape_context(ctx: dict[str, Any]) -> dict[str, Any]:
+    """A context as the API returns it."""
+    has_citation = ctx["conversation_id"] is not None or ctx["message_id"] is not None
+    return {
+        "id": ctx["id"],
+        "snippet": ctx["snippet"],
+        "citation": (
+            {"conversation_id": ctx["conversation_id"], "message_id": ctx["message_id"]}
+            if has_citation
+            else None
+        ),
+        "origin": ctx["origin"],
+        "created_at": iso(ctx["created_at"]),
+    }
+
+
+def shape_all(rows: Sequence[store.MemoryRow]) -> list[dict[str, Any]]:
+    """Several memories as the API returns them."""
+    return [shape(r) for r in rows]

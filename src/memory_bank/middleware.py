@@ -1,0 +1,91 @@
+"""ASGI middleware around the whole app: shared state, body cap, security headers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memory_bank.errors import PROBLEM_JSON, encode, problem_body
+from memory_bank.state import STATE_KEY, AppState
+
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class _TooLarge(Exception):
+    """The body grew past the cap while streaming."""
+
+
+class OuterMiddleware:
+    """Give every request the app state, cap body size and add security headers."""
+
+    def __init__(self, app: ASGIApp, state: AppState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI connection."""
+        if scope["type"] not in {"http", "websocket"}:
+            await self.app(scope, receive, send)
+            return
+        scope.setdefault("state", {})[STATE_KEY] = self.state
+        cap = self.state.settings.max_body_bytes
+        declared = _content_length(scope)
+        if declared is not None and declared > cap:
+            await _too_large(send, cap)
+            return
+        seen = 0
+        started = False
+
+        async def capped_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > cap:
+                    raise _TooLarge()
+            return message
+
+        async def secure_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = list(message.get("headers", []))
+                present = {k.lower() for k, _ in headers}
+                headers.extend(h for h in SECURITY_HEADERS if h[0] not in present)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, capped_receive, secure_send)
+        except _TooLarge:
+            if not started:
+                await _too_large(send, cap)
+
+
+def _content_length(scope: Scope) -> int | None:
+    """The declared Content-Length, if any and valid."""
+    for key, value in scope.get("headers", []):
+        if key == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _too_large(send: Send, cap: int) -> None:
+    """Answer 413 with a problem body."""
+    body = encode(problem_body(413, f"The request body is larger than {cap} bytes."))
+    headers: list[Any] = [
+        (b"content-type", PROBLEM_JSON.encode()),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+        *SECURITY_HEADERS,
+    ]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,89 @@
+"""The one place that renders every error as application/problem+json."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+
+from memory_bank.errors import PROBLEM_JSON, ApiError, encode, problem_body
+
+log = logging.getLogger("memory_bank.errors")
+
+_FIELD_PATTERNS = (
+    re.compile(r"parameter '([^']+)'"),
+    re.compile(r" - '([^']+)'$"),
+    re.compile(r"^'([^']+)' is a required property"),
+    re.compile(r"Extra query parameter\(s\) ([^ ]+) not in spec"),
+)
+
+
+def _field_of(detail: str) -> str | None:
+    """The request field a Connexion validation message is about, if it says."""
+    for pattern in _FIELD_PATTERNS:
+        match = pattern.search(detail)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _clean_detail(detail: str) -> str:
+    """First line of a validator message: no schema dumps in responses."""
+    first = detail.strip().split("\n", 1)[0].strip()
+    return first[:500] or "The request is invalid."
+
+
+def response(status: int, doc: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+    """A Connexion response carrying a problem document."""
+    return ConnexionResponse(
+        status_code=status,
+        mimetype=PROBLEM_JSON,
+        content_type=PROBLEM_JSON,
+        body=encode(doc),
+        headers=headers or {},
+    )
+
+
+def render_api_error(_request: ConnexionRequest, exc: Exception) -> Any:
+    """Render one of our ApiErrors."""
+    assert isinstance(exc, ApiError)
+    if exc.status >= 500:
+        log.error("%s: %s", exc.code, exc.detail)
+    return response(exc.status, exc.body(), exc.headers)
+
+
+def render_connexion_problem(_request: ConnexionRequest, exc: Exception) -> Any:
+    """Render a problem raised by Connexion's routing, security or validation."""
+    assert isinstance(exc, ProblemException)
+    status = int(exc.status or 500)
+    detail = _clean_detail(str(exc.detail or exc.title or ""))
+    if status >= 500:
+        log.error("connexion problem %s: %s", status, detail)
+        detail = "The server could not handle this request."
+    if status == 400 and detail.startswith(("Expecting", "Unterminated", "Extra data")):
+        detail = f"The body is not valid JSON: {detail}"
+    headers = dict(exc.headers or {})
+    field = _field_of(str(exc.detail or "")) if status == 400 else None
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="memory-bank"'
+        detail = "A valid API key is required (Authorization: Bearer mb_...)."
+    return response(status, problem_body(status, detail, field=field), headers)
+
+
+def render_unexpected(_request: ConnexionRequest, exc: Exception) -> Any:
+    """Log an unexpected error and answer with a generic 500 (no details leak)."""
+    log.error("unhandled error: %r", exc, exc_info=exc)
+    return response(500, problem_body(500, "The server hit an unexpected error."))
+
+
+def render_status(status: int) -> Any:
+    """A handler for a bare HTTP status Connexion or Starlette raised."""
+
+    def _render(_request: ConnexionRequest, exc: Exception) -> Any:
+        detail = str(getattr(exc, "detail", "") or "")
+        return response(status, problem_body(status, _clean_detail(detail) or "Error."))
+
+    return _render

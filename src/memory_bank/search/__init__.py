@@ -1,0 +1,1 @@
+"""Search: text analysis and the per-user index behind one interface."""

@@ -1,0 +1,1 @@
+"""Storage: engine, tables, migrations and owner-scoped queries."""

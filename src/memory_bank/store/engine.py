@@ -1,0 +1,135 @@
+"""Engine creation for SQLite and MySQL/MariaDB, and the transaction helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from memory_bank.errors import ServiceUnavailable
+
+log = logging.getLogger("memory_bank.store")
+T = TypeVar("T")
+
+# MySQL error codes worth one more try: deadlock, lock wait timeout.
+_RETRYABLE_MYSQL = {1213, 1205}
+
+
+def make_engine(url: str, pool_size: int = 10) -> Engine:
+    """Create an engine tuned for this project on SQLite or MySQL/MariaDB."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:":
+            Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            parsed,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            pool_size=pool_size,
+            max_overflow=pool_size,
+        )
+        _tune_sqlite(engine)
+        return engine
+    if parsed.get_backend_name() in {"mysql", "mariadb"}:
+        query = dict(parsed.query)
+        query.setdefault("charset", "utf8mb4")
+        parsed = parsed.set(query=query)
+        return create_engine(
+            parsed,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_pre_ping=True,
+            pool_recycle=1800,
+            pool_timeout=5,
+            # Fail fast when the server is gone, so clients get a 503 instead of a hang.
+            connect_args={"connect_timeout": 3, "read_timeout": 30, "write_timeout": 30},
+        )
+    raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    """WAL, foreign keys, a busy timeout, and BEGIN IMMEDIATE for writes."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # We issue BEGIN ourselves (below); pysqlite's implicit transactions are off.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A writer takes the write lock up front: upgrading a read lock later can fail with
+        # "database is locked" without waiting for the busy timeout.
+        immediate = conn.get_execution_options().get("write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def is_sqlite(engine: Engine | Connection) -> bool:
+    """Whether this engine (or connection) talks to SQLite."""
+    return engine.dialect.name == "sqlite"
+
+
+@contextlib.contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """A connection for reads; database outages become 503."""
+    with translate_outage(), engine.connect() as conn:
+        yield conn
+
+
+def writing(engine: Engine, work: Callable[[Connection], T], attempts: int = 3) -> T:
+    """Run work(conn) in one write transaction, retrying deadlocks; outages become 503."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with translate_outage(), engine.connect() as conn:
+                conn = conn.execution_options(write=True)
+                with conn.begin():
+                    return work(conn)
+        except OperationalError as exc:
+            code = _mysql_code(exc)
+            if code in _RETRYABLE_MYSQL and attempt < attempts:
+                time.sleep(0.01 * attempt)
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
+def _mysql_code(exc: DBAPIError) -> int | None:
+    """The MySQL error number behind a DBAPI error, if any."""
+    args = getattr(exc.orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+# MySQL client errors that mean "no server": can't connect, gone away, lost connection.
+_OUTAGE_MYSQL = {2003, 2006, 2013, 2055, 1927, 1053}
+
+
+@contextlib.contextmanager
+def translate_outage() -> Iterator[None]:
+    """Turn 'the database is not there' into a 503 problem; everything else passes."""
+    try:
+        yield
+    except DBAPIError as exc:
+        if exc.connection_invalidated or _mysql_code(exc) in _OUTAGE_MYSQL:
+            log.warning("database unavailable: %s", type(exc.orig).__name__)
+            raise ServiceUnavailable(
+                "The database is unavailable; retry shortly.",
+                headers={"Retry-After": "2"},
+            ) from None
+        if "database is locked" in str(exc.orig):
+            log.error("sqlite stayed locked past the busy timeout")
+            raise ServiceUnavailable(
+                "The database is busy; retry shortly.", headers={"Retry-After": "1"}
+            ) from None
+        raise

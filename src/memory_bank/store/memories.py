@@ -1,0 +1,190 @@
+"""Owner-scoped queries on memories and their contexts; every statement filters by user_id."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select
+
+from memory_bank.ids import new_id, utcnow
+from memory_bank.search import index as search_index
+from memory_bank.store.schema import memory, memory_context
+
+
+@dataclass(frozen=True)
+class NewContext:
+    """A context as given by a client, already validated."""
+
+    snippet: str
+    conversation_id: str | None
+    message_id: str | None
+    origin: str | None
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who a row belongs to and where it came from."""
+
+    user_id: str
+    org_id: str | None
+    source: str
+
+
+@dataclass
+class MemoryRow:
+    """A memory with its contexts, as stored."""
+
+    id: str
+    user_id: str
+    content: str
+    tags: list[str]
+    source: str
+    scope: str
+    created_at: datetime
+    updated_at: datetime
+    contexts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def insert_memory(
+    conn: Connection,
+    owner: Owner,
+    content: str,
+    tags: Sequence[str],
+    contexts: Sequence[NewContext],
+    *,
+    memory_id: str | None = None,
+    created_at: datetime | None = None,
+) -> MemoryRow:
+    """Write a memory, its contexts and its index postings in the caller's transaction."""
+    now = created_at or utcnow()
+    mid = memory_id or new_id("mem")
+    conn.execute(
+        insert(memory).values(
+            id=mid,
+            user_id=owner.user_id,
+            org_id=owner.org_id,
+            content=content,
+            tags=json.dumps(list(tags), ensure_ascii=False),
+            source=owner.source,
+            scope="user",
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    rows = [
+        {
+            "id": new_id("mctx"),
+            "memory_id": mid,
+            "user_id": owner.user_id,
+            "position": pos,
+            "snippet": ctx.snippet,
+            "conversation_id": ctx.conversation_id,
+            "message_id": ctx.message_id,
+            "origin": ctx.origin,
+            "created_at": now,
+        }
+        for pos, ctx in enumerate(contexts)
+    ]
+    if rows:
+        conn.execute(insert(memory_context), rows)
+    search_index.index_memory(conn, owner.user_id, mid, search_index.document_text(content, tags))
+    return MemoryRow(
+        id=mid,
+        user_id=owner.user_id,
+        content=content,
+        tags=list(tags),
+        source=owner.source,
+        scope="user",
+        created_at=now,
+        updated_at=now,
+        contexts=[_context_dict(r) for r in rows],
+    )
+
+
+def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRow]:
+    """The user's memories with these ids (others' ids are simply absent)."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        select(memory).where(memory.c.user_id == user_id, memory.c.id.in_(list(ids)))
+    ).all()
+    found = {r.id: _row(r) for r in rows}
+    _attach_contexts(conn, user_id, found)
+    return found
+
+
+def list_memories(
+    conn: Connection, user_id: str, limit: int, before_id: str | None
+) -> list[MemoryRow]:
+    """One page of the user's memories, newest first (ids sort by creation time)."""
+    stmt = select(memory).where(memory.c.user_id == user_id)
+    if before_id is not None:
+        stmt = stmt.where(memory.c.id < before_id)
+    rows = conn.execute(stmt.order_by(memory.c.id.desc()).limit(limit)).all()
+    page = [_row(r) for r in rows]
+    _attach_contexts(conn, user_id, {m.id: m for m in page})
+    return page
+
+
+def delete_memory(conn: Connection, user_id: str, memory_id: str) -> bool:
+    """Delete the user's memory, its contexts and postings; False when it is not theirs."""
+    exists = conn.execute(
+        select(memory.c.id).where(memory.c.user_id == user_id, memory.c.id == memory_id)
+    ).first()
+    if exists is None:
+        return False
+    search_index.unindex_memory(conn, user_id, memory_id)
+    conn.execute(
+        delete(memory_context).where(
+            memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+        )
+    )
+    conn.execute(delete(memory).where(memory.c.user_id == user_id, memory.c.id == memory_id))
+    return True
+
+
+def _attach_contexts(conn: Connection, user_id: str, found: dict[str, MemoryRow]) -> None:
+    """Load the contexts of these memories, in their saved order."""
+    if not found:
+        return
+    rows = conn.execute(
+        select(memory_context)
+        .where(memory_context.c.user_id == user_id, memory_context.c.memory_id.in_(list(found)))
+        .order_by(memory_context.c.memory_id, memory_context.c.position)
+    ).all()
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        grouped[r.memory_id].append(_context_dict(r._mapping))
+    for mid, row in found.items():
+        row.contexts = grouped.get(mid, [])
+
+
+def _row(r: Any) -> MemoryRow:
+    """A memory row from a result row."""
+    return MemoryRow(
+        id=r.id,
+        user_id=r.user_id,
+        content=r.content,
+        tags=json.loads(r.tags),
+        source=r.source,
+        scope=r.scope,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def _context_dict(r: Any) -> dict[str, Any]:
+    """A context as stored, keyed by column."""
+    return {
+        "id": r["id"],
+        "snippet": r["snippet"],
+        "conversation_id": r["conversation_id"],
+        "message_id": r["message_id"],
+        "origin": r["origin"],
+        "created_at": r["created_at"],
+    }

@@ -1,0 +1,1 @@
+"""Alembic migrations for memory-bank."""

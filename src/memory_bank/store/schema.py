@@ -1,0 +1,121 @@
+"""The tables, as SQLAlchemy Core metadata (migrations create them; queries use them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects import mysql
+
+metadata = MetaData()
+
+# Binary collation on MySQL/MariaDB: ids, user ids and index terms compare byte for byte, as on
+# SQLite, so "MEM_..." is not "mem_..." and one user's id can never alias another's.
+TABLE_ARGS: dict[str, Any] = {
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_bin",
+    "mysql_engine": "InnoDB",
+}
+
+Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb")
+LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+memory = Table(
+    "memory",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("user_id", String(128), nullable=False),
+    Column("org_id", String(128), nullable=True),
+    Column("content", LongText, nullable=False),
+    Column("tags", Text, nullable=False),
+    Column("source", String(128), nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    Index("ix_memory_user_id_id", "user_id", "id"),
+    **TABLE_ARGS,
+)
+
+memory_context = Table(
+    "memory_context",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("memory_id", String(32), ForeignKey("memory.id", ondelete="CASCADE"), nullable=False),
+    Column("user_id", String(128), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("snippet", LongText, nullable=False),
+    Column("conversation_id", String(128), nullable=True),
+    Column("message_id", String(128), nullable=True),
+    Column("origin", String(32), nullable=True),
+    Column("created_at", Timestamp, nullable=False),
+    Index("ix_memory_context_user_memory", "user_id", "memory_id"),
+    **TABLE_ARGS,
+)
+
+# Per-user inverted index: one row per (user, term, memory); BM25 is computed from these rows,
+# so a search reads only the searching user's postings for the query's terms.
+memory_term = Table(
+    "memory_term",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("term", String(64), primary_key=True),
+    Column(
+        "memory_id",
+        String(32),
+        ForeignKey("memory.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("tf", Integer, nullable=False),
+    Column("doc_len", Integer, nullable=False),
+    Index("ix_memory_term_user_memory", "user_id", "memory_id"),
+    **TABLE_ARGS,
+)
+
+# Per-user corpus statistics for BM25 (document count and total length), kept in the same
+# transaction as the postings so no statistic is ever shared across users.
+memory_user_stats = Table(
+    "memory_user_stats",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("doc_count", BigInteger, nullable=False),
+    Column("total_len", BigInteger, nullable=False),
+    **TABLE_ARGS,
+)
+
+api_key = Table(
+    "api_key",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("prefix", String(16), nullable=False, unique=True),
+    Column("secret_hash", String(64), nullable=False),
+    Column("user_id", String(128), nullable=False),
+    Column("org_id", String(128), nullable=True),
+    Column("scopes", String(255), nullable=False),
+    Column("source", String(128), nullable=False),
+    Column("label", String(128), nullable=True),
+    Column("created_at", Timestamp, nullable=False),
+    Column("expires_at", Timestamp, nullable=True),
+    Column("revoked_at", Timestamp, nullable=True),
+    Index("ix_api_key_user_id", "user_id"),
+    **TABLE_ARGS,
+)
+
+# Small server-wide values that every worker must agree on (e.g. the signing secret).
+service_state = Table(
+    "service_state",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+    **TABLE_ARGS,
+)

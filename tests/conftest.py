@@ -1,0 +1,229 @@
+"""Shared fixtures: real SQLite files and a throw-away MariaDB database, one parametrized app."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from starlette.testclient import TestClient
+
+from memory_bank.app import create_app
+from memory_bank.settings import Settings
+from memory_bank.store import keys
+from memory_bank.store.engine import writing
+
+MARIADB_ADMIN_URL = os.environ.get(
+    "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
+)
+ENGINES = ["sqlite", "mariadb"]
+
+
+def _mariadb_available() -> str | None:
+    """None when MariaDB answers, else why not."""
+    try:
+        engine = sa.create_engine(MARIADB_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+        engine.dispose()
+        return None
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+@pytest.fixture(scope="session")
+def mariadb_url() -> Iterator[str]:
+    """A fresh MariaDB database for this test session (worker), dropped at the end."""
+    problem = _mariadb_available()
+    if problem:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"MariaDB is required in CI but unreachable: {problem}")
+        pytest.skip(f"MariaDB unreachable: {problem}")
+    name = f"mbtest_{os.getpid()}_{secrets.token_hex(4)}"
+    admin = sa.create_engine(MARIADB_ADMIN_URL)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
+    url = sa.engine.make_url(MARIADB_ADMIN_URL).set(database=name)
+    yield url.render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+    admin.dispose()
+
+
+def _wipe(url: str) -> None:
+    """Empty every table of a migrated database (children first)."""
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        names = set(sa.inspect(conn).get_table_names())
+        from memory_bank.store.schema import metadata
+
+        for table in reversed(metadata.sorted_tables):
+            if table.name in names:
+                conn.execute(table.delete())
+        for name in sorted(
+            names - {t.name for t in metadata.tables.values()} - {"alembic_version"}
+        ):
+            conn.execute(sa.text(f"DELETE FROM `{name}`"))
+    engine.dispose()
+
+
+@pytest.fixture(params=ENGINES)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database URL: a new SQLite file, or the session's MariaDB database emptied."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'memory-bank.db'}"
+        return
+    url = request.getfixturevalue("mariadb_url")
+    with contextlib.suppress(sa.exc.ProgrammingError):  # not migrated yet
+        _wipe(url)
+    yield url
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Test settings: the parametrized database and response validation on."""
+    return Settings(database_url=database_url, validate_responses=True)
+
+
+@dataclass
+class Service:
+    """An app under test with a client and a way to mint keys."""
+
+    app: Any
+    client: TestClient
+    engine: sa.Engine
+
+    def key(
+        self,
+        user: str = "alice",
+        scopes: tuple[str, ...] = ("mcp:read", "mcp:write"),
+        source: str = "test-suite",
+        org: str | None = None,
+        expires_at: Any = None,
+    ) -> str:
+        """Create an API key and return its secret."""
+        secret, _ = writing(
+            self.engine,
+            lambda conn: keys.create_key(conn, user, scopes, source, org, expires_at),
+        )
+        return secret
+
+    def auth(self, user: str = "alice", **kwargs: Any) -> dict[str, str]:
+        """Authorization headers for a fresh key of this user."""
+        return {"Authorization": f"Bearer {self.key(user, **kwargs)}"}
+
+
+@pytest.fixture
+def make_service(settings: Settings) -> Iterator[Callable[..., Service]]:
+    """Build services with optional setting changes (all on the parametrized database)."""
+    built: list[Service] = []
+
+    def build(**changes: Any) -> Service:
+        app = create_app(settings.replace(**changes))
+        engine = app.app.config["memory_bank"].engine
+        client = TestClient(app, raise_server_exceptions=False)
+        client.__enter__()
+        service = Service(app=app, client=client, engine=engine)
+        built.append(service)
+        return service
+
+    yield build
+    for service in built:
+        service.client.__exit__(None, None, None)
+        service.engine.dispose()
+
+
+@pytest.fixture
+def service(make_service: Callable[..., Service]) -> Service:
+    """The service with default test settings."""
+    return make_service()
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    """A real `memory-bank serve` process."""
+
+    base_url: str
+    process: subprocess.Popen[str]
+    first_output: str
+
+
+def start_server(
+    database_url: str, extra_env: dict[str, str] | None = None, workers: int = 1
+) -> LiveServer:
+    """Start `memory-bank serve` on a free port and wait until /readyz answers."""
+    import httpx
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "MEMORY_BANK_DATABASE_URL": database_url,
+        "MEMORY_BANK_LOG_LEVEL": "warning",
+        **(extra_env or {}),
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memory_bank.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    lines: list[str] = []
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                "server exited:\n" + (process.stdout.read() if process.stdout else "")
+            )
+        try:
+            if httpx.get(base + "/readyz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        raise RuntimeError("server did not become ready")
+    # serve prints its banner before uvicorn starts; read what is there without blocking.
+    os.set_blocking(process.stdout.fileno(), False)  # type: ignore[union-attr]
+    with contextlib.suppress(OSError, TypeError):
+        lines.append(process.stdout.read() or "")  # type: ignore[union-attr]
+    return LiveServer(base_url=base, process=process, first_output="".join(lines))
+
+
+def stop_server(server: LiveServer) -> None:
+    """Stop a server process started by start_server."""
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+    if server.process.stdout:
+        server.process.stdout.close()
