@@ -274,7 +274,9 @@ def _load_plugins() -> None:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            # Absent plugin (or its whole package) is fine; a missing import inside it is not.
+            missing = exc.name or ""
+            if name != missing and not name.startswith(missing + "."):
                 raise
 
 
