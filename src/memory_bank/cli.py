@@ -274,7 +274,8 @@ def _load_plugins() -> None:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            # Absent plugin (the module or its package); a missing import inside one is a bug.
+            if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
                 raise
 
 
@@ -298,4 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m memory_bank.cli` runs a second copy of this module as __main__; plugins
+    # register with the importable one, so run that.
+    from memory_bank import cli as _importable
+
+    sys.exit(_importable.main())
