@@ -37,6 +37,14 @@ def _concepts(text: str) -> set[str]:
     return found
 
 
+def _lead_concept(text: str) -> str | None:
+    """The concept of the first word in a text that stands for one."""
+    for term in terms(text):
+        if term in _CONCEPT:
+            return "@" + _CONCEPT[term]
+    return None
+
+
 def _words_of_name(name: str) -> str:
     """postMemory -> 'post Memory'."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
@@ -67,6 +75,10 @@ def rank(manifest: Manifest, query: str, limit: int = 3) -> list[tuple[Capabilit
         return math.log(1 + total / df) if df else 0.0
 
     weights = {term: idf(term) * (2.0 if term.startswith("@") else 1.0) for term in wanted}
+    # The first intent word usually is the verb ("list everything you remember"): it leads.
+    lead = _lead_concept(query)
+    if lead:
+        weights[lead] *= 2.0
     scored: list[tuple[Capability, float]] = []
     for capability in manifest.capabilities:
         own = fields[capability.name]

@@ -33,7 +33,7 @@ def run(
     """Serve MCP on stdin/stdout until the host closes the pipe."""
     manifest = manifest_module.load(manifest_path)
     # SIGTERM from a host should end the session cleanly so the session key gets revoked.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     with _client(settings, url, key) as (client, credential):
         executor = Executor(client, lambda: credential)
         server = build_server(manifest, executor)
@@ -45,6 +45,11 @@ def run(
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(main)
     return 0
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    """Turn SIGTERM into the same clean exit as Ctrl-C."""
+    raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
