@@ -10,7 +10,7 @@ import httpx2
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import payload
-from test_stdio import check_tool_list, search_first_flow
+from test_stdio import check_tool_list, search_first_flow, stdio_server
 
 from conftest import start_server, stop_server
 from mcp import Client
@@ -35,6 +35,26 @@ def test_http_end_to_end(live, service):
     check_bearer_and_metadata(live, service)
     check_flow(live, service)
     check_tools_list_size(live, service)
+    check_stdio_bridge(live, service)
+
+
+def check_stdio_bridge(live, service):
+    """`memory-bank mcp --url --key`: stdio for the host, REST calls to this server."""
+    key = service.key("carol")
+    params = stdio_server("sqlite:///unused-by-remote-mode.db")
+    params.args += ["--url", live.base_url]
+    params.env["MEMORY_BANK_MCP_KEY"] = key
+
+    async def run() -> None:
+        async with Client(params) as client:
+            saved = await client.call_tool("postMemory", {"content": "Carol likes green tea"})
+            assert not saved.is_error, saved.content
+            found = await client.call_tool("getMemorySearch", {"q": "tea"})
+            assert found.structured_content["results"][0]["content"] == "Carol likes green tea"
+
+    anyio.run(run)
+    mine = service.client.get("/v1/memory", headers=service.auth("carol")).json()["memories"]
+    assert [m["content"] for m in mine] == ["Carol likes green tea"]
 
 
 def check_bearer_and_metadata(live, service):

@@ -32,9 +32,9 @@ def run(
 ) -> int:
     """Serve MCP on stdin/stdout until the host closes the pipe."""
     manifest = manifest_module.load(manifest_path)
-    # SIGTERM from a host should end the session cleanly so the session key gets revoked.
-    signal.signal(signal.SIGTERM, _interrupt)
     with _client(settings, url, key) as (client, credential):
+        # SIGTERM from a host should end the session cleanly so the session key gets revoked.
+        signal.signal(signal.SIGTERM, _interrupt)
         executor = Executor(client, lambda: credential)
         server = build_server(manifest, executor)
 
