@@ -20,6 +20,7 @@ from memory_bank import problems
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
 from memory_bank.errors import ApiError
+from memory_bank.mcp.http import McpMiddleware
 from memory_bank.middleware import OuterMiddleware
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec
@@ -92,6 +93,9 @@ def create_app(
     # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
     app.app.register_error_handler(ApiError, _reraise)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
+    # MCP at /mcp (and its RFC 9728 metadata); inside OuterMiddleware so it gets the same
+    # body cap and security headers, and it sees the lifespan that runs its session manager.
+    app.add_middleware(McpMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     state.extras["connexion_app"] = app
     return app
 

@@ -310,4 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m memory_bank.cli` runs a second copy of this module as __main__; plugins
+    # register with the importable one, so run that.
+    from memory_bank import cli as _importable
+
+    sys.exit(_importable.main())
