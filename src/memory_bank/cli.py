@@ -274,7 +274,9 @@ def _load_plugins() -> None:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            # The plugin (or its package, e.g. memory_bank.mcp) is absent: fine. Anything else
+            # missing is a real error.
+            if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
                 raise
 
 
