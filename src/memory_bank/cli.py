@@ -300,4 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Under `python -m`, this file is __main__ while plugins register with memory_bank.cli:
+    # run the imported module's main so their subcommands exist.
+    from memory_bank import cli as _imported
+
+    sys.exit(_imported.main())
