@@ -299,4 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Under `python -m`, this file is __main__ while plugins register their subcommands and
+    # serve hooks on memory_bank.cli; run that module's main so it sees them.
+    from memory_bank.cli import main as _canonical_main
+
+    sys.exit(_canonical_main())

@@ -362,9 +362,18 @@ function wire() {
   window.addEventListener("beforeunload", () => pending.flush(true));
 }
 
+function linkCode() {
+  return new URLSearchParams(location.hash.slice(1)).get("signin");
+}
+
 function boot() {
   wire();
-  const code = new URLSearchParams(location.hash.slice(1)).get("signin");
+  // A sign-in link pasted into a tab that already shows the panel only changes the fragment.
+  window.addEventListener("hashchange", () => {
+    const code = linkCode();
+    if (code) signInWithLink(code);
+  });
+  const code = linkCode();
   if (code) {
     signInWithLink(code);
   } else if (storedKey()) {
