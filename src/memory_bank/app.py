@@ -28,6 +28,7 @@ from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import migrate, signing_secret
 from memory_bank.validation import NamingParameterValidator
+from memory_bank.web import routes as panel_routes
 
 log = logging.getLogger("memory_bank")
 
@@ -92,6 +93,7 @@ def create_app(
     app.add_error_handler(Exception, problems.render_unexpected)
     # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
     app.app.register_error_handler(ApiError, _reraise)
+    panel_routes.install(app.app, settings.panel_enabled)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     # MCP at /mcp (and its RFC 9728 metadata); inside OuterMiddleware so it gets the same
     # body cap and security headers, and it sees the lifespan that runs its session manager.

@@ -1,0 +1,43 @@
+// Deletes wait out an undo window before they are sent; leaving the page sends them at once.
+
+/** At most one delete waits at a time: a new one sends the previous one now. */
+export class PendingDelete {
+  constructor(windowMs, send) {
+    this.windowMs = windowMs;
+    this.send = send; // send(id, keepalive) -> Promise
+    this.current = null;
+  }
+
+  /** Start the window for id; onClose(result) runs when it is sent or undone. */
+  start(id, onClose) {
+    this.flush();
+    const entry = { id, onClose, timer: null };
+    entry.timer = setTimeout(() => this.#commit(entry, false), this.windowMs);
+    this.current = entry;
+  }
+
+  /** Cancel the waiting delete; true when there was one. */
+  undo() {
+    const entry = this.current;
+    if (!entry) return false;
+    clearTimeout(entry.timer);
+    this.current = null;
+    entry.onClose({ undone: true });
+    return true;
+  }
+
+  /** Send the waiting delete now (keepalive when the page is going away). */
+  flush(keepalive = false) {
+    if (this.current) this.#commit(this.current, keepalive);
+  }
+
+  #commit(entry, keepalive) {
+    if (this.current !== entry) return;
+    clearTimeout(entry.timer);
+    this.current = null;
+    this.send(entry.id, keepalive).then(
+      () => entry.onClose({ undone: false }),
+      (problem) => entry.onClose({ undone: false, problem }),
+    );
+  }
+}
