@@ -21,7 +21,7 @@ from memory_bank.auth import scopes_from_spec
 from memory_bank.errors import ApiError
 from memory_bank.middleware import OuterMiddleware
 from memory_bank.settings import Settings
-from memory_bank.spec import load_spec
+from memory_bank.spec import load_spec, spec_methods
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import migrate, signing_secret
@@ -79,6 +79,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.add_error_handler(ApiError, problems.render_api_error)
     app.add_error_handler(ProblemException, problems.render_connexion_problem)
     app.add_error_handler(HTTPException, _render_http_exception)
+    app.add_error_handler(UnicodeDecodeError, problems.render_bad_encoding)
     app.add_error_handler(Exception, problems.render_unexpected)
     # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
     app.app.register_error_handler(ApiError, _reraise)
@@ -95,4 +96,10 @@ def _reraise(exc: Exception) -> Any:
 def _render_http_exception(request: Any, exc: Exception) -> Any:
     """Render a plain HTTP exception (e.g. 404 for an unknown route, 405) as a problem."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        # Starlette names only the first route that matched the path; list every method the
+        # spec declares for it instead (RFC 9110: Allow lists what the resource supports).
+        allowed = spec_methods(request.scope["state"][STATE_KEY].spec, request.url.path)
+        if allowed:
+            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(allowed)}
     return problems.render_status(exc.status_code)(request, exc)

@@ -73,6 +73,11 @@ def render_connexion_problem(_request: ConnexionRequest, exc: Exception) -> Any:
     return response(status, problem_body(status, detail, field=field), headers)
 
 
+def render_bad_encoding(_request: ConnexionRequest, exc: Exception) -> Any:
+    """Render a body that is not UTF-8 (Connexion's JSON validator lets the decode error out)."""
+    return response(400, problem_body(400, "The body is not valid UTF-8 JSON.", field="body"))
+
+
 def render_unexpected(_request: ConnexionRequest, exc: Exception) -> Any:
     """Log an unexpected error and answer with a generic 500 (no details leak)."""
     log.error("unhandled error: %r", exc, exc_info=exc)
@@ -84,6 +89,8 @@ def render_status(status: int) -> Any:
 
     def _render(_request: ConnexionRequest, exc: Exception) -> Any:
         detail = str(getattr(exc, "detail", "") or "")
-        return response(status, problem_body(status, _clean_detail(detail) or "Error."))
+        # Keep headers the exception carries (e.g. Allow on a 405, required by RFC 9110).
+        headers = dict(getattr(exc, "headers", None) or {})
+        return response(status, problem_body(status, _clean_detail(detail) or "Error."), headers)
 
     return _render
