@@ -23,7 +23,7 @@ from memory_bank.errors import ApiError
 from memory_bank.mcp.http import McpMiddleware
 from memory_bank.middleware import OuterMiddleware
 from memory_bank.settings import Settings
-from memory_bank.spec import load_spec
+from memory_bank.spec import load_spec, spec_methods
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import migrate, signing_secret
@@ -110,4 +110,10 @@ def _reraise(exc: Exception) -> Any:
 def _render_http_exception(request: Any, exc: Exception) -> Any:
     """Render a plain HTTP exception (e.g. 404 for an unknown route, 405) as a problem."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        # Starlette names only the first route that matched the path; list every method the
+        # spec declares for it instead (RFC 9110: Allow lists what the resource supports).
+        allowed = spec_methods(request.scope["state"][STATE_KEY].spec, request.url.path)
+        if allowed:
+            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(allowed)}
     return problems.render_status(exc.status_code)(request, exc)
