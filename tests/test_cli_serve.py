@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from conftest import start_server, stop_server
+from live_server import start_server, stop_server
 
 
 @pytest.fixture

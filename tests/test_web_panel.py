@@ -14,7 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from conftest import LiveServer, start_server, stop_server
+from live_server import LiveServer, start_server, stop_server
 from memory_bank.store import keys
 from memory_bank.store.engine import make_engine, writing
 

@@ -39,3 +39,16 @@ def assert_standalone_schema(schema: dict[str, Any]) -> None:
 def payload(result: Any) -> Any:
     """The JSON a tool result carries as text."""
     return json.loads(result.content[0].text)
+
+
+# The tool list a host sees: the manifest's tools, then the two search-first tools.
+TOOLS = [
+    "postMemory",
+    "getMemory",
+    "getMemorySearch",
+    "getMemoryDraftById",
+    "getMemoryById",
+    "deleteMemoryById",
+    "search_capabilities",
+    "execute_capability",
+]

@@ -9,7 +9,14 @@ from mcp_helpers import assert_standalone_schema, refs_in, spec_copy
 from memory_bank.mcp.generate import MAX_DESCRIPTION, SpecError, build_manifest, render
 from memory_bank.mcp.manifest import MANIFEST_PATH
 
-EXPECTED = ["postMemory", "getMemory", "getMemorySearch", "getMemoryById", "deleteMemoryById"]
+EXPECTED = [
+    "postMemory",
+    "getMemory",
+    "getMemorySearch",
+    "getMemoryDraftById",
+    "getMemoryById",
+    "deleteMemoryById",
+]
 
 
 def tools_by_name(spec=None):
@@ -19,7 +26,7 @@ def tools_by_name(spec=None):
 
 def test_one_tool_per_operation_not_marked_off():
     names = list(tools_by_name())
-    assert names == EXPECTED  # getHealthz, getReadyz and getMemoryPrompt are x-mcp: false
+    assert names == EXPECTED  # probes, prompt and the human review operations are x-mcp: false
 
 
 def test_every_schema_stands_alone_and_is_valid():

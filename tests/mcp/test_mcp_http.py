@@ -9,10 +9,10 @@ import httpx
 import httpx2
 import pytest
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import payload
+from mcp_helpers import TOOLS, payload
 from test_stdio import check_tool_list, search_first_flow, stdio_server
 
-from conftest import start_server, stop_server
+from live_server import start_server, stop_server
 from mcp import Client
 
 
@@ -120,6 +120,6 @@ def check_tools_list_size(live, service):
     )
     assert r.status_code == 200, r.text
     tools = r.json()["result"]["tools"]
-    assert len(tools) == 7
+    assert [t["name"] for t in tools] == TOOLS
     size = len(json.dumps(r.json()["result"]).encode())
     assert size < 24_000, size

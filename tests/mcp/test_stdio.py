@@ -6,23 +6,13 @@ import os
 import sys
 
 import anyio
-from mcp_helpers import assert_standalone_schema, payload
+from mcp_helpers import TOOLS, assert_standalone_schema, payload
 
 from mcp import Client, StdioServerParameters
 from memory_bank.mcp.stdio import LOCAL_USER, SESSION_LABEL
 from memory_bank.store import keys
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
-
-TOOLS = [
-    "postMemory",
-    "getMemory",
-    "getMemorySearch",
-    "getMemoryById",
-    "deleteMemoryById",
-    "search_capabilities",
-    "execute_capability",
-]
 
 
 def stdio_server(database_url: str, key: str | None = None) -> StdioServerParameters:

@@ -49,7 +49,11 @@ def _schema(engine: sa.Engine) -> dict[str, object]:
 
 def _secrets(engine: sa.Engine) -> list[str]:
     with engine.connect() as conn:
-        return list(conn.execute(sa.select(service_state.c.value)).scalars())
+        return list(
+            conn.execute(
+                sa.select(service_state.c.value).where(service_state.c.name == "signing_secret")
+            ).scalars()
+        )
 
 
 def test_migrate_creates_every_table_and_is_current(fresh_url):
