@@ -86,9 +86,8 @@ def test_expiry_forms(database_url, capsys):
     assert code == 2 and "--expires" in err
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
+def test_keys_create_rejects_bad_arguments_with_exit_2(database_url, capsys):
+    cases = [
         (["--scopes", "mcp:read,admin"], "unknown scope"),
         (["--scopes", ""], "unknown scope"),
         (["--user", ""], "--user must be"),
@@ -96,14 +95,13 @@ def test_expiry_forms(database_url, capsys):
         (["--user", "u" * 129], "--user must be"),
         (["--source", "s" * 129], "source must be"),
         (["--org", " acme"], "org id"),
-    ],
-)
-def test_keys_create_rejects_bad_arguments_with_exit_2(database_url, capsys, args, message):
-    argv = ["--database-url", database_url, "keys", "create", "--user", "hank", *args]
-    code, out, err = run(capsys, *argv)
-    assert code == 2
-    assert message in err and err.startswith("memory-bank: error:")
-    assert "mb_" not in out
+    ]
+    for args, message in cases:
+        argv = ["--database-url", database_url, "keys", "create", "--user", "hank", *args]
+        code, out, err = run(capsys, *argv)
+        assert code == 2, args
+        assert message in err and err.startswith("memory-bank: error:"), args
+        assert "mb_" not in out, args
 
 
 @pytest.mark.parametrize(

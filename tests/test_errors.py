@@ -116,3 +116,17 @@ def test_security_headers_on_problems_too(service):
     r = service.client.get("/v1/memory")
     assert r.status_code == 401
     assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_readyz_is_a_503_problem_when_the_schema_is_not_current(service):
+    with service.engine.begin() as conn:
+        head = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = 'not-a-revision'"))
+    try:
+        doc = assert_problem(service.client.get("/readyz"), 503, "service_unavailable")
+        assert "migrate" in doc["detail"]
+        assert service.client.get("/healthz").status_code == 200
+    finally:
+        with service.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = :v"), {"v": head})
+    assert service.client.get("/readyz").status_code == 200
