@@ -6,6 +6,7 @@ import importlib
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import connexion
@@ -43,14 +44,19 @@ def _handlers() -> dict[str, Callable[..., Any]]:
     return found
 
 
-def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> Any:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    run_migrations: bool = True,
+    spec_file: Path | None = None,
+) -> Any:
     """Build the whole service for these settings and return its ASGI app (a Connexion app)."""
     settings = settings or Settings.from_env()
     logging.basicConfig(level=settings.log_level.upper())
     engine = make_engine(settings.database_url, settings.db_pool_size)
     if run_migrations:
         migrate(engine)
-    spec = load_spec()
+    spec = load_spec(spec_file)
     state = AppState(
         settings=settings,
         engine=engine,
@@ -67,7 +73,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app = connexion.FlaskApp(__name__)
     app.app.config[STATE_KEY] = state
     app.add_api(
-        load_spec(),
+        load_spec(spec_file),
         resolver=Resolver(function_resolver=lambda op_id: handlers[op_id]),
         strict_validation=True,
         validator_map={"parameter": NamingParameterValidator},
@@ -80,6 +86,9 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.add_error_handler(ApiError, problems.render_api_error)
     app.add_error_handler(ProblemException, problems.render_connexion_problem)
     app.add_error_handler(HTTPException, _render_http_exception)
+    # Connexion decodes JSON bodies as UTF-8 before validating them; other bytes are the
+    # client's mistake, not a server error.
+    app.add_error_handler(UnicodeDecodeError, problems.render_bad_encoding)
     app.add_error_handler(Exception, problems.render_unexpected)
     # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
     app.app.register_error_handler(ApiError, _reraise)

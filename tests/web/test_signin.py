@@ -30,12 +30,12 @@ def test_expired_forged_and_malformed_codes_are_401(service):
     assert service.client.post("/v1/panel/session", json={"code": expired}).status_code == 401
     forged = signin.make_code(b"another server's secret", "local", 15)
     assert service.client.post("/v1/panel/session", json={"code": forged}).status_code == 401
-    _payload, _, mac = signin.make_code(secret, "local", 15).partition(".")
+    payload, _, mac = signin.make_code(secret, "local", 15).partition(".")
     other = signin.make_code(secret, "bob", 15).partition(".")[0]
     assert (
         service.client.post("/v1/panel/session", json={"code": f"{other}.{mac}"}).status_code == 401
     )
-    for junk in ("x", "a.b", "...."):
+    for junk in ("x", "a.b", "....", "é.ü", f"{payload}.ü"):
         assert service.client.post("/v1/panel/session", json={"code": junk}).status_code == 401
     assert service.client.post("/v1/panel/session", json={}).status_code == 400
 
