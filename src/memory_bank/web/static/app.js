@@ -154,6 +154,7 @@ async function loadMemories(reset) {
     $("more").hidden = !page.next_cursor;
     setStatus(status, list.children.length ? "" : "No memories yet. What your agents save shows up here.");
   } catch (problem) {
+    if (reset) list.replaceChildren();
     report(problem, status, () => loadMemories(reset));
   } finally {
     list.removeAttribute("aria-busy");
@@ -181,6 +182,7 @@ async function search(event) {
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
     setStatus(status, results.length ? `${count} “${q}”, best first.` : `No memory matches “${q}”.`);
   } catch (problem) {
+    list.replaceChildren(); // stale cards under an error would read as results
     report(problem, status, () => search(event));
   } finally {
     list.removeAttribute("aria-busy");
@@ -241,6 +243,7 @@ async function loadDrafts(reset) {
       setStatus(status, "This key cannot review drafts: it lacks the memory:review scope.", { error: true });
       return;
     }
+    if (reset) list.replaceChildren();
     report(problem, status, () => loadDrafts(reset));
   } finally {
     list.removeAttribute("aria-busy");
