@@ -227,3 +227,22 @@ def stop_server(server: LiveServer) -> None:
         server.process.wait()
     if server.process.stdout:
         server.process.stdout.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Print (and optionally save) the figures the reliability tests measured."""
+    import json
+
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    sys.path.insert(0, str(Path(__file__).parent / "reliability"))
+    from reliability_figures import collect
+
+    found = collect(base)
+    if not found["counts"] and not found["notes"]:
+        return
+    terminalreporter.section("reliability figures")
+    for key, value in {**found["counts"], **found["notes"]}.items():
+        terminalreporter.write_line(f"{key}: {value}")
+    out = os.environ.get("MEMORY_BANK_FIGURES_OUT")
+    if out:
+        Path(out).write_text(json.dumps(found, indent=1) + "\n")

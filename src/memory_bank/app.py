@@ -20,9 +20,10 @@ from memory_bank import problems
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
 from memory_bank.errors import ApiError
+from memory_bank.mcp.http import McpMiddleware
 from memory_bank.middleware import OuterMiddleware
 from memory_bank.settings import Settings
-from memory_bank.spec import load_spec
+from memory_bank.spec import load_spec, spec_methods
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import migrate, signing_secret
@@ -94,6 +95,9 @@ def create_app(
     app.app.register_error_handler(ApiError, _reraise)
     panel_routes.install(app.app, settings.panel_enabled)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
+    # MCP at /mcp (and its RFC 9728 metadata); inside OuterMiddleware so it gets the same
+    # body cap and security headers, and it sees the lifespan that runs its session manager.
+    app.add_middleware(McpMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     state.extras["connexion_app"] = app
     return app
 
@@ -106,4 +110,10 @@ def _reraise(exc: Exception) -> Any:
 def _render_http_exception(request: Any, exc: Exception) -> Any:
     """Render a plain HTTP exception (e.g. 404 for an unknown route, 405) as a problem."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        # Starlette names only the first route that matched the path; list every method the
+        # spec declares for it instead (RFC 9110: Allow lists what the resource supports).
+        allowed = spec_methods(request.scope["state"][STATE_KEY].spec, request.url.path)
+        if allowed:
+            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(allowed)}
     return problems.render_status(exc.status_code)(request, exc)

@@ -310,8 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Under `python -m`, this file is __main__ while plugins register their subcommands and
-    # serve hooks on memory_bank.cli; run that module's main so it sees them.
-    from memory_bank.cli import main as _canonical_main
+    # `python -m memory_bank.cli` runs a second copy of this module as __main__; plugins
+    # register with the importable one, so run that.
+    from memory_bank import cli as _importable
 
-    sys.exit(_canonical_main())
+    sys.exit(_importable.main())

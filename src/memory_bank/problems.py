@@ -107,8 +107,8 @@ def render_connexion_problem(_request: ConnexionRequest, exc: Exception) -> Any:
 
 
 def render_bad_encoding(_request: ConnexionRequest, _exc: Exception) -> Any:
-    """A request body that is not UTF-8 is a 400, not a server error."""
-    return response(400, problem_body(400, "The body is not valid UTF-8 JSON."))
+    """Render a body that is not UTF-8 (Connexion's JSON validator lets the decode error out)."""
+    return response(400, problem_body(400, "The body is not valid UTF-8 JSON.", field="body"))
 
 
 def render_unexpected(_request: ConnexionRequest, exc: Exception) -> Any:
@@ -122,6 +122,8 @@ def render_status(status: int) -> Any:
 
     def _render(_request: ConnexionRequest, exc: Exception) -> Any:
         detail = str(getattr(exc, "detail", "") or "")
-        return response(status, problem_body(status, _clean_detail(detail) or "Error."))
+        # Keep headers the exception carries (e.g. Allow on a 405, required by RFC 9110).
+        headers = dict(getattr(exc, "headers", None) or {})
+        return response(status, problem_body(status, _clean_detail(detail) or "Error."), headers)
 
     return _render

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -45,3 +46,13 @@ def operations(path: str | None = None) -> dict[str, dict[str, Any]]:
             if isinstance(op, dict) and "operationId" in op:
                 found[op["operationId"]] = {"method": method, "path": route, "operation": op}
     return found
+
+
+def spec_methods(spec: dict[str, Any], url_path: str) -> list[str]:
+    """The HTTP methods the spec declares for the path template matching a request path."""
+    # Literal routes first: /v1/memory/search is not /v1/memory/{id}.
+    for route, item in sorted(spec.get("paths", {}).items(), key=lambda kv: kv[0].count("{")):
+        pattern = "^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(route)) + "$"
+        if re.match(pattern, url_path):
+            return sorted(m.upper() for m, op in item.items() if m != "parameters" and op)
+    return []
