@@ -14,9 +14,13 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from conftest import LiveServer, start_server, stop_server
 from memory_bank.store import keys
 from memory_bank.store.engine import make_engine, writing
+
+from . import root_conftest
+
+_live = root_conftest()
+LiveServer, start_server, stop_server = _live.LiveServer, _live.start_server, _live.stop_server
 
 pytestmark = pytest.mark.browser
 
