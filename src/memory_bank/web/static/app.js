@@ -146,6 +146,8 @@ async function loadMemories(reset) {
   view.memoriesStale = false;
   list.setAttribute("aria-busy", "true");
   setStatus(status, reset ? "Loading memories…" : "Loading more…");
+  // A fresh list must not show a memory whose delete is still waiting: send it first.
+  if (reset) await pending.flush();
   try {
     const page = await api.listMemories(reset ? null : view.memoriesCursor);
     if (reset) list.replaceChildren();
@@ -168,7 +170,7 @@ async function search(event) {
     loadMemories(true);
     return;
   }
-  pending.flush();
+  await pending.flush();
   const list = $("memory-list");
   const status = $("memories-status");
   view.query = q;
@@ -217,8 +219,7 @@ function deleteMemory(memory, item) {
 // ---- review queue --------------------------------------------------------------------------
 
 async function openReview() {
-  pending.flush();
-  show("review");
+  show("review"); // a waiting delete keeps its undo window: the list stays behind this tab
   await loadDrafts(true);
 }
 
