@@ -43,7 +43,7 @@ bench: install
 
 # Regenerate the panel screenshots in docs/screenshots (the browser tests take them on request).
 screenshots: install browser
-	MEMORY_BANK_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:xdist tests/test_web_panel.py
+	MEMORY_BANK_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:xdist tests/web/test_panel.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache memory-bank.db*

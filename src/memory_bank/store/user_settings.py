@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from memory_bank.ids import utcnow
 from memory_bank.store.schema import user_settings
@@ -48,5 +49,12 @@ def change(
         update(user_settings).where(user_settings.c.user_id == user_id).values(**values)
     )
     if updated.rowcount == 0:
-        conn.execute(insert(user_settings).values(user_id=user_id, **values))
+        try:
+            # A savepoint, so losing a race with another first write leaves the transaction usable.
+            with conn.begin_nested():
+                conn.execute(insert(user_settings).values(user_id=user_id, **values))
+        except IntegrityError:
+            conn.execute(
+                update(user_settings).where(user_settings.c.user_id == user_id).values(**values)
+            )
     return wanted

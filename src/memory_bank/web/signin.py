@@ -49,7 +49,9 @@ def make_code(secret: bytes, user_id: str, minutes: int) -> str:
 def _claims(secret: bytes, code: str) -> tuple[str, datetime, str]:
     """(user, expiry, nonce) of a genuine code; 401 for anything else."""
     payload, dot, mac = code.partition(".")
-    if not dot or not hmac.compare_digest(mac, _mac(secret, payload)):
+    # Compared as bytes: compare_digest refuses non-ASCII str, and a code is any string sent.
+    genuine = hmac.compare_digest(mac.encode(), _mac(secret, payload).encode())
+    if not dot or not genuine:
         raise Unauthorized("This sign-in link is not valid.")
     raw = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     expires = datetime.fromtimestamp(int(raw["e"]), UTC).replace(tzinfo=None)

@@ -146,6 +146,8 @@ async function loadMemories(reset) {
   view.memoriesStale = false;
   list.setAttribute("aria-busy", "true");
   setStatus(status, reset ? "Loading memories…" : "Loading more…");
+  // A fresh list must not show a memory whose delete is still waiting: send it first.
+  if (reset) await pending.flush();
   try {
     const page = await api.listMemories(reset ? null : view.memoriesCursor);
     if (reset) list.replaceChildren();
@@ -154,6 +156,7 @@ async function loadMemories(reset) {
     $("more").hidden = !page.next_cursor;
     setStatus(status, list.children.length ? "" : "No memories yet. What your agents save shows up here.");
   } catch (problem) {
+    if (reset) list.replaceChildren();
     report(problem, status, () => loadMemories(reset));
   } finally {
     list.removeAttribute("aria-busy");
@@ -167,7 +170,7 @@ async function search(event) {
     loadMemories(true);
     return;
   }
-  pending.flush();
+  await pending.flush();
   const list = $("memory-list");
   const status = $("memories-status");
   view.query = q;
@@ -181,6 +184,7 @@ async function search(event) {
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
     setStatus(status, results.length ? `${count} “${q}”, best first.` : `No memory matches “${q}”.`);
   } catch (problem) {
+    list.replaceChildren(); // stale cards under an error would read as results
     report(problem, status, () => search(event));
   } finally {
     list.removeAttribute("aria-busy");
@@ -215,8 +219,7 @@ function deleteMemory(memory, item) {
 // ---- review queue --------------------------------------------------------------------------
 
 async function openReview() {
-  pending.flush();
-  show("review");
+  show("review"); // a waiting delete keeps its undo window: the list stays behind this tab
   await loadDrafts(true);
 }
 
@@ -241,6 +244,7 @@ async function loadDrafts(reset) {
       setStatus(status, "This key cannot review drafts: it lacks the memory:review scope.", { error: true });
       return;
     }
+    if (reset) list.replaceChildren();
     report(problem, status, () => loadDrafts(reset));
   } finally {
     list.removeAttribute("aria-busy");

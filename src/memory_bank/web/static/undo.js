@@ -26,16 +26,17 @@ export class PendingDelete {
     return true;
   }
 
-  /** Send the waiting delete now (keepalive when the page is going away). */
+  /** Send the waiting delete now (keepalive when the page is going away); resolves when done. */
   flush(keepalive = false) {
-    if (this.current) this.#commit(this.current, keepalive);
+    return this.current ? this.#commit(this.current, keepalive) : Promise.resolve();
   }
 
   #commit(entry, keepalive) {
-    if (this.current !== entry) return;
+    if (this.current !== entry) return Promise.resolve();
     clearTimeout(entry.timer);
     this.current = null;
-    this.send(entry.id, keepalive).then(
+    // The request starts now, synchronously, so a page that is unloading still sends it.
+    return this.send(entry.id, keepalive).then(
       () => entry.onClose({ undone: false }),
       (problem) => entry.onClose({ undone: false, problem }),
     );

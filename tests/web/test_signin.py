@@ -30,12 +30,12 @@ def test_expired_forged_and_malformed_codes_are_401(service):
     assert service.client.post("/v1/panel/session", json={"code": expired}).status_code == 401
     forged = signin.make_code(b"another server's secret", "local", 15)
     assert service.client.post("/v1/panel/session", json={"code": forged}).status_code == 401
-    _payload, _, mac = signin.make_code(secret, "local", 15).partition(".")
+    payload, _, mac = signin.make_code(secret, "local", 15).partition(".")
     other = signin.make_code(secret, "bob", 15).partition(".")[0]
     assert (
         service.client.post("/v1/panel/session", json={"code": f"{other}.{mac}"}).status_code == 401
     )
-    for junk in ("x", "a.b", "...."):
+    for junk in ("x", "a.b", "....", "é.ü", f"{payload}.ü"):
         assert service.client.post("/v1/panel/session", json={"code": junk}).status_code == 401
     assert service.client.post("/v1/panel/session", json={}).status_code == 400
 
@@ -66,3 +66,33 @@ def test_serve_hook_prints_a_link_for_the_local_user(database_url, capsys):
     web_cli._on_serve(settings.replace(panel_enabled=False), engine, "http://x:1", None)
     assert "#signin=" not in capsys.readouterr().out
     engine.dispose()
+
+
+def test_link_code_and_key_stay_out_of_the_server_log(tmp_path):
+    import re
+
+    import httpx
+
+    from . import root_conftest
+
+    start_server, stop_server = root_conftest().start_server, root_conftest().stop_server
+
+    server = start_server(
+        f"sqlite:///{tmp_path / 'log.db'}", extra_env={"MEMORY_BANK_LOG_LEVEL": "info"}
+    )
+    try:
+        link = re.search(r"(http://\S+)/#signin=(\S+)", server.first_output)
+        assert link, server.first_output
+        base, code = link.groups()
+        assert httpx.get(base + "/").status_code == 200  # what the browser fetches: no fragment
+        r = httpx.post(base + "/v1/panel/session", json={"code": code})
+        key = r.json()["key"]
+        headers = {"Authorization": f"Bearer {key}"}
+        assert httpx.get(base + "/v1/memory", headers=headers).status_code == 200
+        server.process.terminate()
+        server.process.wait(timeout=15)
+        log = server.process.stdout.read() or ""  # type: ignore[union-attr]
+    finally:
+        stop_server(server)
+    assert '"GET / HTTP/1.1" 200' in log and "/v1/panel/session" in log  # access log is on
+    assert code not in log and key not in log

@@ -227,14 +227,17 @@ def test_delete_then_undo_is_still_there_after_reload(panel):
     keep = panel.save("Keep this one: the office wifi password changes monthly")["memory"]
     panel.open("?undo_ms=60000")  # a long window: the undo happens well inside it
     panel.sign_in()
-    panel.card(keep["id"]).find_element("css selector", "button.danger").click()
+    from selenium.webdriver.common.keys import Keys
+
+    # By keyboard: Enter on the card's Delete, then Enter on Undo, which has the focus.
+    panel.card(keep["id"]).find_element("css selector", "button.danger").send_keys(Keys.ENTER)
     assert not panel.card(keep["id"]).is_displayed()
     toast = panel.driver.find_element("id", "toast")
     assert toast.is_displayed() and "Memory deleted" in toast.text
     panel.shot("undo-toast")
     undo = panel.driver.find_element("id", "toast-undo")
-    assert panel.driver.switch_to.active_element == undo  # keyboard users land on Undo
-    undo.click()
+    assert panel.driver.switch_to.active_element == undo
+    undo.send_keys(Keys.ENTER)
     panel.wait_for(lambda d: panel.card(keep["id"]).is_displayed())
     panel.driver.refresh()  # leaving the page would send a pending delete; none is pending
     panel.wait_for(lambda d: len(panel.cards()) == 2)
@@ -390,3 +393,30 @@ def test_signed_out_states_and_phone_width(panel):
     panel.wait_for(lambda d: d.find_element("id", "signin").is_displayed())
     assert panel.driver.execute_script("return sessionStorage.length") == 0
     assert "Signed out" in panel.text("signin-error")
+
+
+def test_error_states_when_memory_is_switched_off_for_the_user(panel):
+    from memory_bank.store import user_settings
+
+    panel.save("Still here after the switch")
+    panel.open()
+    panel.sign_in()
+    writing(panel.engine, lambda c: user_settings.change(c, panel.user, memory_disabled=True))
+    search = panel.driver.find_element("id", "search-input")
+    search.send_keys("switch")
+    search.submit()
+    panel.wait_for(lambda d: "switched off for this user" in panel.text("memories-status"))
+    status = panel.driver.find_element("id", "memories-status")
+    assert "error" in status.get_attribute("class")
+    assert panel.cards() == []  # no stale cards under the error
+    panel.shot("error")
+    writing(panel.engine, lambda c: user_settings.change(c, panel.user, memory_disabled=False))
+    status.find_element("xpath", ".//button[text()='Retry']").click()
+    panel.wait_for(lambda d: "1 memory matches" in panel.text("memories-status"))
+    # Signing in while switched off says why instead of showing an empty list.
+    writing(panel.engine, lambda c: user_settings.change(c, panel.user, memory_disabled=True))
+    panel.open()
+    field = panel.driver.find_element("id", "key-input")
+    field.send_keys(panel.key)
+    field.submit()
+    panel.wait_for(lambda d: "switched off for this user" in panel.text("signin-error"))
