@@ -73,9 +73,7 @@ def test_link_code_and_key_stay_out_of_the_server_log(tmp_path):
 
     import httpx
 
-    from . import root_conftest
-
-    start_server, stop_server = root_conftest().start_server, root_conftest().stop_server
+    from live_server import start_server, stop_server
 
     server = start_server(
         f"sqlite:///{tmp_path / 'log.db'}", extra_env={"MEMORY_BANK_LOG_LEVEL": "info"}
