@@ -15,7 +15,7 @@ from connexion.middleware import MiddlewarePosition
 from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
 
-from memory_bank import problems
+from memory_bank import cors, logs, metrics, problems, ratelimit
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
 from memory_bank.errors import ApiError
@@ -83,9 +83,28 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.add_error_handler(Exception, problems.render_unexpected)
     # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
     app.app.register_error_handler(ApiError, _reraise)
+    _add_reliability_middleware(app, settings)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     state.extras["connexion_app"] = app
     return app
+
+
+def _add_reliability_middleware(app: Any, settings: Settings) -> None:
+    """CORS, request ids and logs, metrics and the rate limit, outermost first."""
+    before = MiddlewarePosition.BEFORE_EXCEPTION
+    allowed = cors.origins(settings.cors_origins)
+    if allowed:
+        app.add_middleware(cors.cors_middleware, position=before, allowed=allowed)
+    logs.configure_access_log(settings.log_level)
+    app.add_middleware(logs.RequestLogMiddleware, position=before)
+    if settings.metrics_enabled:
+        app.add_middleware(metrics.MetricsMiddleware, position=before)
+    if settings.rate_limit_per_minute > 0:
+        app.add_middleware(
+            ratelimit.RateLimitMiddleware,
+            position=before,
+            per_minute=settings.rate_limit_per_minute,
+        )
 
 
 def _reraise(exc: Exception) -> Any:

@@ -13,7 +13,8 @@ from memory_bank.auth import current_principal
 def postMemory(body: dict[str, Any]) -> Reply:
     """Save a memory for the caller."""
     state = app_state.current()
-    memory = memories.save(state.engine, current_principal(), body)
+    max_memories = state.settings.max_memories_per_user
+    memory = memories.save(state.engine, current_principal(), body, max_memories)
     return json_reply({"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}"})
 
 
