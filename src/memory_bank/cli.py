@@ -274,7 +274,8 @@ def _load_plugins() -> None:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            # Absent plugin (or its package, e.g. memory_bank.mcp) is fine; a broken one is not.
+            if exc.name is None or not (name + ".").startswith(exc.name + "."):
                 raise
 
 
