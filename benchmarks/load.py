@@ -33,10 +33,11 @@ from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
 from memory_bank.store.schema import memory, memory_context, memory_term, memory_user_stats
 
-WORDS = (
-    "acme vendor pricing tabs spaces python deploy friday coffee meeting budget travel "
-    "berlin invoice design review garden piano recipe hiking"
-).split()
+WORDS = [
+    *("acme", "vendor", "pricing", "tabs", "spaces", "python", "deploy", "friday", "coffee"),
+    *("meeting", "budget", "travel", "berlin", "invoice", "design", "review", "garden"),
+    *("piano", "recipe", "hiking"),
+]
 MARIADB_ADMIN = os.environ.get(
     "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
 )
@@ -71,25 +72,27 @@ class Server:
 def start_server(database_url: str, workers: int, env: dict[str, str] | None = None) -> Server:
     """Start a server on a free 127.0.0.1 port and wait until /readyz answers 200."""
     port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="memory-bank-load-", suffix=".log", delete=False)
+    fd, log_path = tempfile.mkstemp(prefix="memory-bank-load-", suffix=".log")
+    command = [sys.executable, "-m", "memory_bank.cli", "serve", "--host", "127.0.0.1"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "memory_bank.cli", "serve", "--host", "127.0.0.1"]
-        + ["--port", str(port), "--workers", str(workers)],
+        [*command, "--port", str(port), "--workers", str(workers)],
         env={
             **os.environ,
             "MEMORY_BANK_DATABASE_URL": database_url,
             "MEMORY_BANK_LOG_LEVEL": "warning",
             **(env or {}),
         },
-        stdout=log,
+        stdout=fd,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    server = Server(f"http://127.0.0.1:{port}", process, log.name)
+    os.close(fd)
+    server = Server(f"http://127.0.0.1:{port}", process, log_path)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError("server exited: " + open(log.name).read()[-2000:])
+            with open(log_path) as out:
+                raise RuntimeError("server exited: " + out.read()[-2000:])
         try:
             if httpx.get(server.base_url + "/readyz", timeout=2).status_code == 200:
                 return server
