@@ -125,6 +125,8 @@ class Tally:
     statuses: Counter[str] = field(default_factory=Counter)
     created: dict[str, list[str]] = field(default_factory=dict)
     deleted: dict[str, list[str]] = field(default_factory=dict)
+    # Deletes whose answer never arrived: done or not, nobody knows.
+    uncertain: list[str] = field(default_factory=list)
     server_errors: list[str] = field(default_factory=list)
     transport_errors: list[str] = field(default_factory=list)
     slowest: float = 0.0
@@ -157,9 +159,11 @@ def client_loop(
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {key}"}
     mine: list[str] = []
+    failures_in_a_row = 0
     with httpx.Client(base_url=base_url, headers=headers, timeout=30) as http:
         for _ in range(max_requests):
-            if time.monotonic() >= stop_at:
+            # A server that is gone for good (killed) ends the client rather than spin.
+            if time.monotonic() >= stop_at or failures_in_a_row >= 20:
                 break
             roll = rng.random()
             started = time.monotonic()
@@ -201,6 +205,12 @@ def client_loop(
             except httpx.HTTPError as exc:
                 with tally.lock:
                     tally.transport_errors.append(f"{op}: {type(exc).__name__}")
+                    if op == "delete":
+                        tally.uncertain.append(mid)
+                failures_in_a_row += 1
+                time.sleep(0.05)
+            else:
+                failures_in_a_row = 0
             tally.record(op, response, time.monotonic() - started)
             if on_response is not None and response is not None:
                 on_response(op, response)
