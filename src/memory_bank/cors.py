@@ -8,7 +8,9 @@ from starlette.middleware.cors import CORSMiddleware
 
 ALLOWED_METHODS = ["GET", "POST", "DELETE", "OPTIONS"]
 ALLOWED_HEADERS = ["Authorization", "Content-Type", "X-Request-Id", "Mcp-Session-Id"]
-EXPOSED_HEADERS = ["Location", "Retry-After", "X-Request-Id", "WWW-Authenticate"]
+EXPOSED_HEADERS = [
+    *("Location", "Retry-After", "X-Request-Id", "WWW-Authenticate", "Mcp-Session-Id"),
+]
 
 
 def origins(setting: str) -> list[str]:

@@ -253,3 +253,31 @@ def test_server_killed_mid_write_leaves_no_half_written_memory(database_url, fig
     assert (acknowledged - deleted - uncertain) <= stored, "an acknowledged save was lost"
     assert not (deleted & stored), "an acknowledged delete came back"
     assert checks == dict.fromkeys(checks, 0), checks
+
+
+@pytest.mark.slow
+@pytest.mark.mariadb
+def test_exhausted_pool_is_a_503_not_a_hang(mariadb_url):
+    from starlette.testclient import TestClient
+
+    from memory_bank.app import create_app
+    from memory_bank.settings import Settings
+    from memory_bank.store import keys
+    from memory_bank.store.engine import writing
+
+    app = create_app(Settings(database_url=mariadb_url, db_pool_size=1, validate_responses=True))
+    engine = app.app.config["memory_bank"].engine
+    secret, _ = writing(engine, lambda c: keys.create_key(c, "alice", ("mcp:read",), "t"))
+    # Hold every pooled connection (pool_size 1 + overflow 1), as a stuck database would.
+    held = [engine.connect(), engine.connect()]
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            r = client.get("/v1/memory", headers={"Authorization": f"Bearer {secret}"})
+    finally:
+        for conn in held:
+            conn.close()
+        engine.dispose()
+    assert r.status_code == 503
+    assert r.headers["content-type"] == "application/problem+json"
+    assert r.json()["code"] == "service_unavailable"
+    assert r.headers["retry-after"]
