@@ -377,9 +377,9 @@ def test_every_statement_on_memory_tables_filters_by_user(make_service, database
             surface(world, figures, "sql-" + _engine(database_url))
         client = service.client
         for mid in world.ids["alice"]:
-            assert (
-                client.delete(f"/v1/memory/{mid}", headers=world.keys["alice"]).status_code == 204
-            )
+            own = {"headers": world.keys["alice"]}
+            assert client.get(f"/v1/memory/{mid}", **own).status_code == 200
+            assert client.delete(f"/v1/memory/{mid}", **own).status_code == 204
     finally:
         sa.event.remove(service.engine, "before_cursor_execute", capture)
     tables = owner_tables()
