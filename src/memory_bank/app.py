@@ -85,12 +85,19 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.app.register_error_handler(ApiError, _reraise)
     _add_reliability_middleware(app, settings)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
+    if settings.rate_limit_per_minute > 0:
+        # Inside OuterMiddleware, so a 429 carries the security headers too.
+        app.add_middleware(
+            ratelimit.RateLimitMiddleware,
+            position=MiddlewarePosition.BEFORE_EXCEPTION,
+            per_minute=settings.rate_limit_per_minute,
+        )
     state.extras["connexion_app"] = app
     return app
 
 
 def _add_reliability_middleware(app: Any, settings: Settings) -> None:
-    """CORS, request ids and logs, metrics and the rate limit, outermost first."""
+    """CORS, request ids and logs, then metrics, outermost first (all outside the body cap)."""
     before = MiddlewarePosition.BEFORE_EXCEPTION
     allowed = cors.origins(settings.cors_origins)
     if allowed:
@@ -99,12 +106,6 @@ def _add_reliability_middleware(app: Any, settings: Settings) -> None:
     app.add_middleware(logs.RequestLogMiddleware, position=before)
     if settings.metrics_enabled:
         app.add_middleware(metrics.MetricsMiddleware, position=before)
-    if settings.rate_limit_per_minute > 0:
-        app.add_middleware(
-            ratelimit.RateLimitMiddleware,
-            position=before,
-            per_minute=settings.rate_limit_per_minute,
-        )
 
 
 def _reraise(exc: Exception) -> Any:

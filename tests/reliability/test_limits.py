@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 
 from memory_bank.ratelimit import TokenBuckets
+from memory_bank.spec import load_spec
 from memory_bank.store.schema import memory, memory_context, memory_term
 
 
@@ -21,6 +22,7 @@ def test_rate_limit_is_per_credential_with_retry_after(make_service):
     assert r.headers["content-type"] == "application/problem+json"
     assert r.json()["code"] == "rate_limited"
     assert int(r.headers["retry-after"]) >= 1
+    assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-request-id"]
     # Another credential has its own allowance; probes are never limited.
     assert service.client.get("/v1/memory", headers=bob).status_code == 200
     assert service.client.get("/healthz").status_code == 200
@@ -119,3 +121,17 @@ def test_body_cap_is_413_and_saves_nothing(make_service):
         service.client.post("/v1/memory", json={"content": "small"}, headers=alice).status_code
         == 201
     )
+
+
+def test_every_operation_documents_the_limits():
+    """New operations must list the refusals the middleware can give them."""
+    spec = load_spec()
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            responses = set(op["responses"])
+            if op.get("security", spec.get("security")) != []:
+                assert {"401", "403", "429", "503"} <= responses, (method, path)
+            if "requestBody" in op:
+                assert {"400", "413", "415"} <= responses, (method, path)
