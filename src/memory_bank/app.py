@@ -16,7 +16,7 @@ from connexion.middleware import MiddlewarePosition
 from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
 
-from memory_bank import problems
+from memory_bank import cors, logs, metrics, problems, ratelimit
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
 from memory_bank.errors import ApiError
@@ -94,12 +94,32 @@ def create_app(
     # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
     app.app.register_error_handler(ApiError, _reraise)
     panel_routes.install(app.app, settings.panel_enabled)
+    _add_reliability_middleware(app, settings)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
+    if settings.rate_limit_per_minute > 0:
+        # Inside OuterMiddleware, so a 429 carries the security headers too.
+        app.add_middleware(
+            ratelimit.RateLimitMiddleware,
+            position=MiddlewarePosition.BEFORE_EXCEPTION,
+            per_minute=settings.rate_limit_per_minute,
+        )
     # MCP at /mcp (and its RFC 9728 metadata); inside OuterMiddleware so it gets the same
     # body cap and security headers, and it sees the lifespan that runs its session manager.
     app.add_middleware(McpMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     state.extras["connexion_app"] = app
     return app
+
+
+def _add_reliability_middleware(app: Any, settings: Settings) -> None:
+    """CORS, request ids and logs, then metrics, outermost first (all outside the body cap)."""
+    before = MiddlewarePosition.BEFORE_EXCEPTION
+    allowed = cors.origins(settings.cors_origins)
+    if allowed:
+        app.add_middleware(cors.cors_middleware, position=before, allowed=allowed)
+    logs.configure_access_log(settings.log_level)
+    app.add_middleware(logs.RequestLogMiddleware, position=before)
+    if settings.metrics_enabled:
+        app.add_middleware(metrics.MetricsMiddleware, position=before)
 
 
 def _reraise(exc: Exception) -> Any:

@@ -27,7 +27,9 @@ def decode(secret: bytes, user_id: str, cursor: str) -> str:
     try:
         if not dot:
             raise ValueError("no signature")
-        last_id = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
+        # validate=True: a respelled cursor (spaces, stray characters) is not the one issued.
+        padded = payload + "=" * (-len(payload) % 4)
+        last_id = base64.b64decode(padded, altchars=b"-_", validate=True).decode()
     except ValueError:
         raise InvalidCursor("The cursor is malformed.", field="cursor") from None
     if not hmac.compare_digest(mac, _sign(secret, user_id + "|" + last_id)):

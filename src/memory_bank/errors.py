@@ -127,6 +127,12 @@ class Conflict(ApiError):
     status, code, title = 409, "conflict", "Conflict"
 
 
+class QuotaExceeded(Conflict):
+    """The user keeps as many memories as the server allows."""
+
+    code = "quota_exceeded"
+
+
 class ServiceUnavailable(ApiError):
     """The database is unreachable or the service is switched off."""
 

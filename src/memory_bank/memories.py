@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from memory_bank import cursor
 from memory_bank.auth import Principal
-from memory_bank.errors import InvalidRequest, MemoryNotFound, UnsupportedMediaType
+from memory_bank.errors import InvalidRequest, MemoryNotFound, QuotaExceeded, UnsupportedMediaType
 from memory_bank.ids import is_id, iso
 from memory_bank.search import index as search_index
 from memory_bank.store import memories as store
@@ -77,12 +77,32 @@ def _ref(value: Any, field: str) -> str | None:
     return _text(value, field, MAX_REF)
 
 
-def save(engine: Engine, principal: Principal, body: dict[str, Any]) -> dict[str, Any]:
+def save(
+    engine: Engine, principal: Principal, body: dict[str, Any], max_memories: int = 0
+) -> dict[str, Any]:
     """Save a memory for the principal; scope and source come from the credential."""
     content, tags, contexts = parse_new_memory(body)
     owner = store.Owner(principal.user_id, principal.org_id, principal.source)
-    row = writing(engine, lambda conn: store.insert_memory(conn, owner, content, tags, contexts))
-    return shape(row)
+
+    def work(conn: Connection) -> store.MemoryRow:
+        check_quota(conn, principal.user_id, max_memories)
+        return store.insert_memory(conn, owner, content, tags, contexts)
+
+    return shape(writing(engine, work))
+
+
+def check_quota(conn: Connection, user_id: str, max_memories: int, adding: int = 1) -> None:
+    """409 quota_exceeded when adding would take the user past max_memories (0 = no limit)."""
+    if max_memories <= 0:
+        return
+    # Counted inside the save's write transaction (row locked on MariaDB), so concurrent
+    # saves cannot both slip under the limit.
+    held = search_index.document_count(conn, user_id, lock=True)
+    if held + adding > max_memories:
+        raise QuotaExceeded(
+            f"This memory bank is full ({max_memories} memories); delete some to save more.",
+            extra={"limit": max_memories},
+        )
 
 
 def fetch(engine: Engine, principal: Principal, memory_id: str) -> dict[str, Any]:

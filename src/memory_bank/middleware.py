@@ -19,10 +19,6 @@ SECURITY_HEADERS = [
 ]
 
 
-class _TooLarge(Exception):
-    """The body grew past the cap while streaming."""
-
-
 class OuterMiddleware:
     """Give every request the app state, cap body size and add security headers."""
 
@@ -41,39 +37,42 @@ class OuterMiddleware:
             # Connexion's router and Flask's disagree on a decoded path with a line break, so
             # such a request reached the Flask view without passing security. Kept escaped,
             # the path routes (and authenticates) like any other and names no resource.
-            scope = {**scope, "path": _CONTROL.sub(lambda m: f"%{ord(m.group()):02X}", path)}
+            scope["path"] = _CONTROL.sub(lambda m: f"%{ord(m.group()):02X}", path)
         cap = self.state.settings.max_body_bytes
         declared = _content_length(scope)
         if declared is not None and declared > cap:
             await _too_large(send, cap)
             return
         seen = 0
-        started = False
+        over = False
 
         async def capped_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, over
+            if over:
+                return {"type": "http.request", "body": b"", "more_body": False}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > cap:
-                    raise _TooLarge()
+                    # Whoever reads the body (Connexion's validator may swallow exceptions)
+                    # sees it end here; the answer is replaced by a 413 below.
+                    over = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
             return message
 
         async def secure_send(message: Message) -> None:
-            nonlocal started
+            if over:
+                if message["type"] == "http.response.start":
+                    await _too_large(send, cap)
+                return
             if message["type"] == "http.response.start":
-                started = True
                 headers = list(message.get("headers", []))
                 present = {k.lower() for k, _ in headers}
                 headers.extend(h for h in SECURITY_HEADERS if h[0] not in present)
                 message = {**message, "headers": headers}
             await send(message)
 
-        try:
-            await self.app(scope, capped_receive, secure_send)
-        except _TooLarge:
-            if not started:
-                await _too_large(send, cap)
+        await self.app(scope, capped_receive, secure_send)
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -54,13 +54,17 @@ class Settings:
         True, "Kill switch: false turns every memory route off for everyone (503)."
     )
     rate_limit_per_minute: int = _setting(
-        0, "Requests per minute allowed per credential; 0 = no limit."
+        0,
+        "Requests per minute allowed per credential (a token bucket in each worker process, "
+        "so N workers allow up to N times this); over it is a 429 with Retry-After; 0 = no limit.",
     )
     max_memories_per_user: int = _setting(
-        0, "Most memories (and drafts) one user may keep; 0 = no limit."
+        0, "Most memories (and drafts) one user may keep; a save past it is 409; 0 = no limit."
     )
     cors_origins: str = _setting("", "Comma-separated origins allowed by CORS; empty = CORS off.")
-    metrics_enabled: bool = _setting(False, "Serve Prometheus metrics at /metrics.")
+    metrics_enabled: bool = _setting(
+        False, "Serve Prometheus metrics at /metrics (per worker process); off = 404 there."
+    )
     log_level: str = _setting("info", "Log level: debug, info, warning or error.")
     db_pool_size: int = _setting(10, "Database connections kept per worker (MySQL/MariaDB).")
 

@@ -18,7 +18,7 @@ def postMemory(body: dict[str, Any]) -> Reply:
         envelope = review.submit(state.engine, state.settings, principal, body)
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})
-    memory = memories.save(state.engine, principal, body)
+    memory = memories.save(state.engine, principal, body, state.settings.max_memories_per_user)
     return json_reply({"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}"})
 
 

@@ -113,6 +113,15 @@ def bump_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:
         )
 
 
+def document_count(conn: Connection, user_id: str, *, lock: bool = False) -> int:
+    """How many memories the user has indexed; lock=True holds the row until commit."""
+    stmt = select(memory_user_stats.c.doc_count).where(memory_user_stats.c.user_id == user_id)
+    if lock and conn.dialect.name != "sqlite":
+        # SQLite writers are already serialised by BEGIN IMMEDIATE.
+        stmt = stmt.with_for_update()
+    return int(conn.execute(stmt).scalar() or 0)
+
+
 def search(conn: Connection, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
     """The user's best memory ids for a query, with BM25 scores, best first."""
     query_terms = Counter(terms(query, query=True))

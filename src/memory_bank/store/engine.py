@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from memory_bank.errors import ServiceUnavailable
 
@@ -123,6 +124,12 @@ def translate_outage() -> Iterator[None]:
     """Turn 'the database is not there' into a 503 problem; everything else passes."""
     try:
         yield
+    except PoolTimeout:
+        # Every pooled connection is busy (e.g. the database hangs): shed load, do not queue.
+        log.warning("database pool exhausted")
+        raise ServiceUnavailable(
+            "The database is busy; retry shortly.", headers={"Retry-After": "2"}
+        ) from None
     except DBAPIError as exc:
         if exc.connection_invalidated or _mysql_code(exc) in _OUTAGE_MYSQL:
             log.warning("database unavailable: %s", type(exc.orig).__name__)

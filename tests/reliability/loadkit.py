@@ -1,0 +1,12 @@
+"""Import the load driver from benchmarks/load.py (one implementation for tests and bench)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import load
+
+__all__ = ["load"]

@@ -1,0 +1,408 @@
+"""Isolation attacks over every operation of the spec: other users' ids, smuggled identity
+fields, tampered cursors. Zero leaks: another user's id answers exactly like one that never
+existed. MCP tools join through ATTACK_SURFACES when /mcp is present."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from reliability_figures import Figures
+
+from memory_bank.ids import new_id
+from memory_bank.spec import load_spec
+from memory_bank.store.schema import metadata
+
+IGNORED_HEADERS = {"date", "x-request-id"}
+SMUGGLED = {
+    "user_id": "bob",
+    "user": "bob",
+    "owner": "bob",
+    "org_id": "acme",
+    "org": "other",
+    "scope": "org",
+    "source": "admin",
+}
+SMUGGLED_HEADERS = {
+    "X-User-Id": "bob",
+    "X-Org-Id": "other",
+    "X-Forwarded-User": "carol",
+    "X-Memory-Bank-User": "bob",
+}
+
+
+@dataclass
+class Operation:
+    """One spec operation, as the attacks need it."""
+
+    operation_id: str
+    method: str
+    path: str
+    path_params: list[str]
+    query: dict[str, dict[str, Any]]
+    has_body: bool
+    secured: bool
+
+
+def spec_operations() -> list[Operation]:
+    """Every operation in the spec (so new operations are attacked without new tests)."""
+    spec = load_spec()
+    found = []
+    for path, item in spec["paths"].items():
+        shared = item.get("parameters", [])
+        for method, op in item.items():
+            if method == "parameters" or not isinstance(op, dict):
+                continue
+            params = [_deref(spec, p) for p in [*shared, *op.get("parameters", [])]]
+            found.append(
+                Operation(
+                    operation_id=op["operationId"],
+                    method=method.upper(),
+                    path=path,
+                    path_params=[p["name"] for p in params if p["in"] == "path"],
+                    query={p["name"]: p for p in params if p["in"] == "query"},
+                    has_body="requestBody" in op,
+                    secured=op.get("security", spec.get("security", [])) != [],
+                )
+            )
+    return found
+
+
+def _deref(spec: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """Follow a local $ref."""
+    while "$ref" in node:
+        target: Any = spec
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+@dataclass
+class World:
+    """Three users: alice and bob in org acme, carol in org other; each with memories."""
+
+    service: Any
+    keys: dict[str, dict[str, str]]
+    ids: dict[str, list[str]] = field(default_factory=dict)
+    marker: dict[str, str] = field(default_factory=dict)
+
+
+def build_world(service: Any) -> World:
+    """Create the users, their keys and a few memories each, with distinctive words."""
+    orgs = {"alice": "acme", "bob": "acme", "carol": "other"}
+    keys = {
+        user: service.auth(user, org=org, scopes=("mcp:read", "mcp:write", "memory:review"))
+        for user, org in orgs.items()
+    }
+    world = World(service=service, keys=keys)
+    for user in orgs:
+        world.marker[user] = f"zq{user}secret"
+        world.ids[user] = []
+        for i in range(3):
+            body = {
+                "content": f"{world.marker[user]} note {i} shared words",
+                "tags": [f"{user}tag"],
+                "contexts": [{"snippet": f"{world.marker[user]} snippet {i}"}],
+            }
+            r = service.client.post("/v1/memory", json=body, headers=keys[user])
+            assert r.status_code == 201, r.text
+            world.ids[user].append(r.json()["memory"]["id"])
+    return world
+
+
+def id_variants(value: str) -> Iterator[tuple[str, str]]:
+    """Spellings of an id an attacker might try, as (name, raw path segment)."""
+    quoted = urllib.parse.quote(value, safe="")
+    yield "exact", quoted
+    yield "upper", urllib.parse.quote(value.upper(), safe="")
+    yield "lower", urllib.parse.quote(value.lower(), safe="")
+    yield "swapcase", urllib.parse.quote(value.swapcase(), safe="")
+    yield "leading-space", urllib.parse.quote(" " + value, safe="")
+    yield "trailing-space", urllib.parse.quote(value + " ", safe="")
+    yield "tab", urllib.parse.quote(value + "\t", safe="")
+    yield "newline", urllib.parse.quote(value + "\n", safe="")
+    yield "percent-encoded", "".join(f"%{b:02X}" for b in value.encode())
+    yield "double-encoded", urllib.parse.quote("".join(f"%{b:02X}" for b in value.encode()))
+    yield "truncated", urllib.parse.quote(value[:-1], safe="")
+    yield "prefix-only", urllib.parse.quote(value[:12], safe="")
+    yield "nul-suffix", urllib.parse.quote(value + "\x00", safe="")
+    yield "sql-like", urllib.parse.quote(value + "' OR '1'='1", safe="")
+    yield "wildcard", urllib.parse.quote(value[:-3] + "%", safe="")
+
+
+def never_existed_like(value: str) -> str:
+    """An id of the same shape that no one ever had."""
+    prefix = value.split("_", 1)[0] if "_" in value else "mem"
+    return new_id(prefix)
+
+
+def normalised(response: Any, *replace: str) -> tuple[int, dict[str, str], str]:
+    """Status, headers and body with volatile headers and the probed ids blanked."""
+    body = response.text
+    for value in replace:
+        for spelling in {value, value.upper(), value.lower(), value.swapcase(), value[:-1]}:
+            body = body.replace(spelling, "<ID>")
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in IGNORED_HEADERS}
+    for key, value in list(headers.items()):
+        for probe in replace:
+            value = value.replace(probe, "<ID>")
+        headers[key] = value
+    return response.status_code, headers, body
+
+
+# A surface runs attacks through one transport. REST is here; when /mcp exists, the MCP helper
+# appends a surface that calls each tool with the same arguments (see docs/reliability.md).
+Surface = Callable[[World, Figures, str], None]
+ATTACK_SURFACES: list[tuple[str, Surface]] = []
+
+
+def _call(world: World, op: Operation, user: str, path: str, **kwargs: Any) -> Any:
+    """One request as a user."""
+    headers = {**world.keys[user], **kwargs.pop("headers", {})}
+    return world.service.client.request(op.method, path, headers=headers, **kwargs)
+
+
+def _fill(op: Operation, segment: str) -> str:
+    """The operation's path with every path parameter set to a raw segment."""
+    path = op.path
+    for name in op.path_params:
+        path = path.replace("{" + name + "}", segment)
+    return path
+
+
+def _minimal_query(op: Operation) -> dict[str, str]:
+    """Values for required query parameters (the victim's words, to tempt a leak)."""
+    return {name: "shared words" for name, p in op.query.items() if p.get("required")}
+
+
+def _minimal_body(op: Operation) -> dict[str, Any] | None:
+    """A valid body for operations that take one."""
+    return {"content": "attacker note"} if op.has_body else None
+
+
+def assert_no_victim_data(world: World, response: Any, attacker: str) -> None:
+    """Nothing of another user's appears in a response."""
+    text = response.text
+    for user, marker in world.marker.items():
+        if user == attacker:
+            continue
+        assert marker not in text, f"{user}'s data leaked: {text[:300]}"
+        for mid in world.ids[user]:
+            assert mid not in text, f"{user}'s id leaked: {text[:300]}"
+
+
+def rest_attacks(world: World, figures: Figures, engine: str) -> None:
+    """Every spec operation, attacked over REST."""
+    key = f"isolation.{engine}"
+    for op in spec_operations():
+        if not op.secured:
+            continue
+        if op.path_params:
+            _attack_ids(world, figures, key, op)
+        _attack_smuggling(world, figures, key, op)
+    _attack_cursors(world, figures, key)
+
+
+def _attack_ids(world: World, figures: Figures, key: str, op: Operation) -> None:
+    """Other users' ids (same org and other org), respelled, vs never-existing ones."""
+    for victim in ("bob", "carol"):
+        for victim_id in world.ids[victim][:2]:
+            ghost = never_existed_like(victim_id)
+            for (name, seg), (_, ghost_seg) in zip(
+                id_variants(victim_id), id_variants(ghost), strict=True
+            ):
+                kwargs: dict[str, Any] = {"params": _minimal_query(op)}
+                body = _minimal_body(op)
+                if body is not None:
+                    kwargs["json"] = body
+                theirs = _call(world, op, "alice", _fill(op, seg), **kwargs)
+                never = _call(world, op, "alice", _fill(op, ghost_seg), **kwargs)
+                figures.add(key + ".attacks")
+                assert theirs.status_code < 500, theirs.text
+                assert not 200 <= theirs.status_code < 300, f"{op.operation_id} {name}"
+                assert normalised(theirs, victim_id) == normalised(never, ghost), (
+                    f"{op.operation_id} {name}: another user's id answers differently "
+                    f"from a missing one:\n{theirs.status_code} {theirs.text}\n"
+                    f"{never.status_code} {never.text}"
+                )
+                assert_no_victim_data(world, theirs, "alice")
+    # The victims' memories are untouched, whatever was tried.
+    for victim in ("bob", "carol"):
+        for victim_id in world.ids[victim]:
+            r = world.service.client.get(f"/v1/memory/{victim_id}", headers=world.keys[victim])
+            assert r.status_code == 200, f"{op.operation_id} changed {victim}'s memory"
+
+
+def _attack_smuggling(world: World, figures: Figures, key: str, op: Operation) -> None:
+    """Identity fields in the query string, body and headers change nothing."""
+    # Aim at bob's memory while claiming to be bob: still nothing.
+    path = _fill(op, world.ids["bob"][0]) if op.path_params else op.path
+    base_query = _minimal_query(op)
+    for name, value in SMUGGLED.items():
+        variants: list[dict[str, Any]] = [{"params": {**base_query, name: value}}]
+        if op.has_body:
+            variants.append(
+                {"params": base_query, "json": {**(_minimal_body(op) or {}), name: value}}
+            )
+        variants.append(
+            {"params": base_query, "headers": SMUGGLED_HEADERS, "json": _minimal_body(op)}
+        )
+        for kwargs in variants:
+            if kwargs.get("json") is None:
+                kwargs.pop("json", None)
+            r = _call(world, op, "alice", path, **kwargs)
+            figures.add(key + ".attacks")
+            assert r.status_code < 500, r.text
+            assert_no_victim_data(world, r, "alice")
+            if op.path_params:
+                assert r.status_code in {400, 404}, f"{op.operation_id} {name}: {r.text}"
+            if r.status_code == 201 and "memory" in r.json():
+                saved = r.json()["memory"]
+                assert saved["scope"] == "user" and saved["source"] == "test-suite"
+                # Saved for alice only, whatever the body claimed.
+                for victim in ("bob", "carol"):
+                    found = world.service.client.get(
+                        f"/v1/memory/{saved['id']}", headers=world.keys[victim]
+                    )
+                    assert found.status_code == 404
+                world.service.client.delete(
+                    f"/v1/memory/{saved['id']}", headers=world.keys["alice"]
+                )
+
+
+def _attack_cursors(world: World, figures: Figures, key: str) -> None:
+    """Another user's cursor and edited cursors are refused, alike, without data."""
+    client = world.service.client
+    first = client.get("/v1/memory", params={"limit": 1}, headers=world.keys["bob"]).json()
+    bobs = first["next_cursor"]
+    assert bobs
+    mine = client.get("/v1/memory", params={"limit": 1}, headers=world.keys["alice"]).json()
+    alices = mine["next_cursor"]
+    payload, mac = alices.split(".", 1)
+    bob_last = world.ids["bob"][-1]
+    forged_payload = urllib.parse.quote(
+        __import__("base64").urlsafe_b64encode(bob_last.encode()).decode().rstrip("=")
+    )
+    tampered = {
+        "other-users-cursor": bobs,
+        "other-org-cursor": client.get(
+            "/v1/memory", params={"limit": 1}, headers=world.keys["carol"]
+        ).json()["next_cursor"],
+        "payload-swapped": f"{forged_payload}.{mac}",
+        "mac-flipped": f"{payload}.{mac[:-1]}{'A' if mac[-1] != 'A' else 'B'}",
+        "mac-dropped": payload,
+        "case-changed": alices.swapcase(),
+        "padded": " " + alices,
+        "garbage": "not-a-cursor",
+    }
+    for name, value in tampered.items():
+        r = client.get("/v1/memory", params={"cursor": value}, headers=world.keys["alice"])
+        figures.add(key + ".attacks")
+        assert r.status_code == 400, f"{name}: {r.status_code} {r.text}"
+        assert r.json()["code"] in {"invalid_cursor", "invalid_request"}, name
+        assert_no_victim_data(world, r, "alice")
+    assert normalised(
+        client.get("/v1/memory", params={"cursor": bobs}, headers=world.keys["alice"])
+    ) == normalised(
+        client.get(
+            "/v1/memory", params={"cursor": tampered["mac-flipped"]}, headers=world.keys["alice"]
+        )
+    )
+
+
+ATTACK_SURFACES.append(("rest", rest_attacks))
+
+
+def _engine(database_url: str) -> str:
+    return "sqlite" if database_url.startswith("sqlite") else "mariadb"
+
+
+@pytest.mark.slow
+def test_no_operation_leaks_across_users(service, database_url, figures):
+    world = build_world(service)
+    for _name, surface in ATTACK_SURFACES:
+        surface(world, figures, _engine(database_url))
+    # Rows and counts: search and list show alice only her own.
+    client = service.client
+    r = client.get(
+        "/v1/memory/search", params={"q": "shared words note"}, headers=world.keys["alice"]
+    )
+    assert {m["id"] for m in r.json()["results"]} <= set(world.ids["alice"])
+    assert len(r.json()["results"]) == 3
+    r = client.get("/v1/memory", params={"limit": 100}, headers=world.keys["alice"])
+    assert [m["id"] for m in r.json()["memories"]] == sorted(world.ids["alice"], reverse=True)
+    figures.add(f"isolation.{_engine(database_url)}.leaks", 0)
+
+
+# Tables keyed by secret rather than owner: a key is found by its prefix before anyone is known.
+NOT_OWNER_SCOPED = {"api_key"}
+_TABLE_REF = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+[`\"]?(\w+)[`\"]?", re.IGNORECASE)
+
+
+def owner_tables() -> set[str]:
+    """Tables that hold per-user rows: every table with a user_id column."""
+    return {t.name for t in metadata.tables.values() if "user_id" in t.c} - NOT_OWNER_SCOPED
+
+
+def statement_is_owner_scoped(sql: str) -> bool:
+    """Whether a statement on owner tables filters (or, inserting, sets) user_id."""
+    flat = " ".join(sql.split())
+    upper = flat.upper()
+    if upper.startswith("INSERT"):
+        columns = flat[flat.index("(") : flat.index(")")] if "(" in flat else ""
+        return "user_id" in columns
+    where = upper.find(" WHERE ")
+    return where >= 0 and "USER_ID" in upper[where:]
+
+
+@pytest.mark.slow
+def test_every_statement_on_memory_tables_filters_by_user(make_service, database_url, figures):
+    service = make_service(max_memories_per_user=1000)
+    statements: list[str] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    sa.event.listen(service.engine, "before_cursor_execute", capture)
+    try:
+        world = build_world(service)
+        for _name, surface in ATTACK_SURFACES:
+            surface(world, figures, "sql-" + _engine(database_url))
+        client = service.client
+        for mid in world.ids["alice"]:
+            own = {"headers": world.keys["alice"]}
+            assert client.get(f"/v1/memory/{mid}", **own).status_code == 200
+            assert client.delete(f"/v1/memory/{mid}", **own).status_code == 204
+    finally:
+        sa.event.remove(service.engine, "before_cursor_execute", capture)
+    tables = owner_tables()
+    assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= tables
+    checked = 0
+    touched: set[str] = set()
+    for sql in statements:
+        refs = {name.lower() for name in _TABLE_REF.findall(sql)} & tables
+        if not refs:
+            continue
+        checked += 1
+        touched |= refs
+        assert statement_is_owner_scoped(sql), f"not filtered by user_id: {sql}"
+    assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= touched
+    figures.add(f"sql.{_engine(database_url)}.statements_checked", checked)
+    figures.note(f"sql.{_engine(database_url)}.tables", sorted(touched))
+    json.dumps(statements)  # the capture holds plain strings only
+
+
+def test_the_statement_check_catches_unscoped_sql():
+    assert not statement_is_owner_scoped("SELECT memory.id FROM memory WHERE memory.id = ?")
+    assert not statement_is_owner_scoped("DELETE FROM memory_term")
+    assert not statement_is_owner_scoped("INSERT INTO memory (id, content) VALUES (?, ?)")
+    assert statement_is_owner_scoped("SELECT id FROM memory WHERE memory.user_id = ? AND id = ?")
+    assert statement_is_owner_scoped("INSERT INTO memory_term (user_id, term) VALUES (?, ?)")
+    assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= owner_tables()
