@@ -231,6 +231,27 @@ def timed(fn: Callable[[str], object], queries: list[str], warm: int = 20) -> tu
     return common.percentile(samples, 50), common.percentile(samples, 95)
 
 
+def timed_together(
+    fns: dict[str, Callable[[str], object]], queries: list[str], caps: dict[str, int]
+) -> dict[str, tuple[float, float]]:
+    """p50/p95 of several strategies, interleaved query by query so that a busy machine slows
+    them alike; caps[name] limits how many queries a slow strategy runs."""
+    for q in queries[:5]:
+        for fn in fns.values():
+            fn(q)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for i, q in enumerate(queries):
+        for name, fn in fns.items():
+            if i >= caps.get(name, len(queries)):
+                continue
+            start = time.perf_counter()
+            fn(q)
+            samples[name].append((time.perf_counter() - start) * 1000)
+    return {
+        name: (common.percentile(v, 50), common.percentile(v, 95)) for name, v in samples.items()
+    }
+
+
 def storage_search(engine: sa.Engine, user: str) -> Callable[[str], object]:
     """Our search at the storage layer: ranked ids, then the memories with their contexts."""
 
@@ -366,11 +387,19 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             user = user_name(0)
             row: dict[str, Any] = {"engine": engine_name, "total": total}
-            row["storage"] = timed(storage_search(engine, user), queries)
-            row["v0"] = timed(v0_search(engine, user), queries[: args.v0_queries], warm=5)
             key = common.make_key(target.url, user)
             with common.serve(target.url) as server:
-                row["http"] = timed(http_search(server.base_url, key), queries)
+                row.update(
+                    timed_together(
+                        {
+                            "storage": storage_search(engine, user),
+                            "http": http_search(server.base_url, key),
+                            "v0": v0_search(engine, user),
+                        },
+                        queries,
+                        {"v0": args.v0_queries},
+                    )
+                )
             engine.dispose()
             results.append(row)
             _print_row(row)
