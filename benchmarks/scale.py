@@ -219,18 +219,6 @@ def load(target: Target, total: int, bodies: list[dict[str, Any]]) -> sa.Engine:
 # --- timing ------------------------------------------------------------------------------------
 
 
-def timed(fn: Callable[[str], object], queries: list[str], warm: int = 20) -> tuple[float, float]:
-    """p50 and p95 in milliseconds of fn over the queries (after `warm` warm-up queries)."""
-    for q in queries[:warm]:
-        fn(q)
-    samples = []
-    for q in queries:
-        start = time.perf_counter()
-        fn(q)
-        samples.append((time.perf_counter() - start) * 1000)
-    return common.percentile(samples, 50), common.percentile(samples, 95)
-
-
 def timed_together(
     fns: dict[str, Callable[[str], object]], queries: list[str], caps: dict[str, int]
 ) -> dict[str, tuple[float, float]]:

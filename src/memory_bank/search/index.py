@@ -43,6 +43,11 @@ def document_counts(
     return counts, sum(counts.values())
 
 
+def document_text(content: str, tags: Iterable[str]) -> str:
+    """Content and tags as one text (the older single-field call; index_memory takes fields)."""
+    return " ".join([content, *tags])
+
+
 def posting_rows(
     user_id: str, memory_id: str, counts: Counter[str], length: int
 ) -> list[dict[str, object]]:
