@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
@@ -326,7 +327,12 @@ def target_for(engine_name: str, total: int, reset: bool) -> Target:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo-dev5.json")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("MEMORY_BANK_LOCOMO", locomo.DEFAULT_DATA)),
+        help="locomo-dev5.json (or MEMORY_BANK_LOCOMO)",
+    )
     parser.add_argument(
         "--sizes", default="10000,100000,1000000", help="total memories to measure at"
     )
