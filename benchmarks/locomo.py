@@ -292,7 +292,7 @@ def ablation(path: Path) -> list[tuple[str, float, float]]:
     from memory_bank.search import analyzer, index
 
     plain = {"date_in_content": False, "tags": False, "contexts": False}
-    no_q = frozenset()
+    no_q: frozenset[str] = frozenset()
     steps: list[tuple[str, dict[str, bool], dict[str, Any], dict[str, Any]]] = [
         ("BM25, content only, no query-side question words", plain, {"QUESTION_WORDS": no_q}, {}),
         ("+ query-side question words dropped", plain, {}, {}),

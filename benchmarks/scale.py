@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
@@ -219,16 +220,25 @@ def load(target: Target, total: int, bodies: list[dict[str, Any]]) -> sa.Engine:
 # --- timing ------------------------------------------------------------------------------------
 
 
-def timed(fn: Callable[[str], object], queries: list[str]) -> tuple[float, float]:
-    """p50 and p95 in milliseconds of fn over the queries (after one warm-up pass of 20)."""
-    for q in queries[:20]:
-        fn(q)
-    samples = []
-    for q in queries:
-        start = time.perf_counter()
-        fn(q)
-        samples.append((time.perf_counter() - start) * 1000)
-    return common.percentile(samples, 50), common.percentile(samples, 95)
+def timed_together(
+    fns: dict[str, Callable[[str], object]], queries: list[str], caps: dict[str, int]
+) -> dict[str, tuple[float, float]]:
+    """p50/p95 of several strategies, interleaved query by query so that a busy machine slows
+    them alike; caps[name] limits how many queries a slow strategy runs."""
+    for q in queries[:5]:
+        for fn in fns.values():
+            fn(q)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for i, q in enumerate(queries):
+        for name, fn in fns.items():
+            if i >= caps.get(name, len(queries)):
+                continue
+            start = time.perf_counter()
+            fn(q)
+            samples[name].append((time.perf_counter() - start) * 1000)
+    return {
+        name: (common.percentile(v, 50), common.percentile(v, 95)) for name, v in samples.items()
+    }
 
 
 def storage_search(engine: sa.Engine, user: str) -> Callable[[str], object]:
@@ -317,17 +327,42 @@ def target_for(engine_name: str, total: int, reset: bool) -> Target:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo-dev5.json")
-    parser.add_argument("--sizes", default="100000,1000000", help="total memories to measure at")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("MEMORY_BANK_LOCOMO", locomo.DEFAULT_DATA)),
+        help="locomo-dev5.json (or MEMORY_BANK_LOCOMO)",
+    )
+    parser.add_argument(
+        "--sizes", default="10000,100000,1000000", help="total memories to measure at"
+    )
     parser.add_argument("--engines", default="mariadb,sqlite")
     parser.add_argument("--queries", type=int, default=300, help="searches per measurement")
+    parser.add_argument(
+        "--v0-queries", type=int, default=100, help="of those, how many v0 runs (it is slow)"
+    )
     parser.add_argument("--writes", type=int, default=1000, help="POSTs for the write rate")
     parser.add_argument("--quick", action="store_true", help="small sizes, few queries")
     parser.add_argument("--load-only", action="store_true", help="load, do not measure")
     parser.add_argument("--reset", action="store_true", help="drop loaded data first")
     parser.add_argument("--buffer-pool-mb", type=int, default=6144, help="MariaDB buffer pool")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=common.REPO / "docs" / "benchmarks-scale.png",
+        help="write the latency plot here (needs matplotlib; '' to skip)",
+    )
+    parser.add_argument(
+        "--report",
+        help="comma-separated --json files of earlier runs: print their table and plot, no runs",
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        saved = [r for f in args.report.split(",") for r in json.loads(Path(f).read_text())]
+        print_table(saved)
+        plot(saved, args.plot)
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.quick:
         sizes, args.queries, args.writes = [20_000, 50_000], 100, 300
@@ -346,11 +381,19 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             user = user_name(0)
             row: dict[str, Any] = {"engine": engine_name, "total": total}
-            row["storage"] = timed(storage_search(engine, user), queries)
-            row["v0"] = timed(v0_search(engine, user), queries)
             key = common.make_key(target.url, user)
             with common.serve(target.url) as server:
-                row["http"] = timed(http_search(server.base_url, key), queries)
+                row.update(
+                    timed_together(
+                        {
+                            "storage": storage_search(engine, user),
+                            "http": http_search(server.base_url, key),
+                            "v0": v0_search(engine, user),
+                        },
+                        queries,
+                        {"v0": args.v0_queries},
+                    )
+                )
             engine.dispose()
             results.append(row)
             _print_row(row)
@@ -369,7 +412,40 @@ def main(argv: list[str] | None = None) -> int:
         print_table(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    if str(args.plot) not in {"", "."} and any("total" in r for r in results):
+        plot(results, args.plot)
+        print(f"plot: {args.plot}")
     return 0
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    """p95 search latency against total memories: ours (storage, HTTP) and v0, per engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, engine_name in zip(axes, ("mariadb", "sqlite"), strict=True):
+        rows = sorted((r for r in results if r.get("engine") == engine_name and "total" in r),
+                      key=lambda r: r["total"])  # fmt: skip
+        totals = [r["total"] for r in rows]
+        v0_name = "v0 FULLTEXT" if engine_name == "mariadb" else "global FTS5 (v0 design)"
+        for key, label, style in (
+            ("storage", "ours, storage layer", "o-"),
+            ("http", "ours, over HTTP", "s-"),
+            ("v0", v0_name, "^--"),
+        ):
+            ax.plot(totals, [r[key][1] for r in rows], style, label=f"{label} p95")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title("MariaDB" if engine_name == "mariadb" else "SQLite")
+        ax.set_xlabel("memories in the database (10k-memory user searching)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("search latency p95 (ms)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def _print_row(row: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -41,6 +41,11 @@ def document_counts(
         for term in terms(text_):
             counts[term] += weight
     return counts, sum(counts.values())
+
+
+def document_text(content: str, tags: Iterable[str]) -> str:
+    """Content and tags as one text (the older single-field call; index_memory takes fields)."""
+    return " ".join([content, *tags])
 
 
 def posting_rows(
@@ -122,24 +127,35 @@ def document_count(conn: Connection, user_id: str, *, lock: bool = False) -> int
     return int(conn.execute(stmt).scalar() or 0)
 
 
+def _mark(conn: Connection) -> str:
+    """The DBAPI placeholder of this connection's driver (the search SQL skips SQLAlchemy's
+    compiler: on a busy server its per-query overhead was as large as the query itself)."""
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
+
+
+def _marks(conn: Connection, n: int) -> str:
+    """n comma-separated placeholders."""
+    return ", ".join([_mark(conn)] * n)
+
+
 def search(conn: Connection, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
     """The user's best memory ids for a query, with BM25 scores, best first."""
     query_terms = Counter(terms(query, query=True))
     if not query_terms:
         return []
-    stats = conn.execute(
-        select(memory_user_stats.c.doc_count, memory_user_stats.c.total_len).where(
-            memory_user_stats.c.user_id == user_id
-        )
+    m = _mark(conn)
+    stats = conn.exec_driver_sql(
+        f"SELECT doc_count, total_len FROM memory_user_stats WHERE user_id = {m}", (user_id,)
     ).first()
-    if stats is None or stats.doc_count <= 0:
+    if stats is None or stats[0] <= 0:
         return []
-    n_docs = int(stats.doc_count)
-    avg_len = max(float(stats.total_len) / n_docs, 1.0)
-    df_rows = conn.execute(
-        select(memory_term.c.term, func.count())
-        .where(memory_term.c.user_id == user_id, memory_term.c.term.in_(list(query_terms)))
-        .group_by(memory_term.c.term)
+    n_docs = int(stats[0])
+    avg_len = max(float(stats[1]) / n_docs, 1.0)
+    unique = list(query_terms)
+    df_rows = conn.exec_driver_sql(
+        "SELECT term, COUNT(*) FROM memory_term "
+        f"WHERE user_id = {m} AND term IN ({_marks(conn, len(unique))}) GROUP BY term",
+        (user_id, *unique),
     ).all()
     # Rarest terms first: they carry the most weight and have the shortest posting lists.
     rare: dict[str, float] = {}
@@ -174,33 +190,29 @@ def _score(
     only: list[str] | None = None,
 ) -> list[tuple[str, float]]:
     """Sum BM25 over the user's postings for the weighted terms, in SQL."""
-    params: dict[str, object] = {"user_id": user_id, "avg_len": avg_len, "limit": limit}
+    m = _mark(conn)
+    params: list[object] = []
     cases = []
-    names = []
-    for i, (term, weight) in enumerate(weights.items()):
-        params[f"t{i}"] = term
-        params[f"w{i}"] = weight
-        cases.append(f"WHEN :t{i} THEN :w{i}")
-        names.append(f":t{i}")
+    for term, weight in weights.items():
+        cases.append(f"WHEN {m} THEN {m}")
+        params += [term, weight]
+    params += [avg_len, user_id, *weights]
     among = ""
     if only is not None:
-        among = "AND memory_id IN :only"
-        params["only"] = only
-    # Literal SQL: the CASE over bound terms keeps one round trip and one index range per term.
-    sql = text(
-        f"""
+        among = f"AND memory_id IN ({_marks(conn, len(only))})"
+        params += only
+    params.append(int(limit))
+    # One statement: the CASE maps each term to its weight, and each term is one index range.
+    sql = f"""
         SELECT memory_id, SUM(
             (CASE term {" ".join(cases)} ELSE 0 END)
-            * tf * {K1 + 1} / (tf + {K1} * ({1 - B} + {B} * doc_len / :avg_len))
+            * tf * {K1 + 1} / (tf + {K1} * ({1 - B} + {B} * doc_len / {m}))
         ) AS score
         FROM memory_term
-        WHERE user_id = :user_id AND term IN ({", ".join(names)}) {among}
+        WHERE user_id = {m} AND term IN ({_marks(conn, len(weights))}) {among}
         GROUP BY memory_id
         ORDER BY score DESC, memory_id DESC
-        LIMIT :limit
+        LIMIT {m}
         """
-    ).bindparams(bindparam("limit", type_=None))
-    if only is not None:
-        sql = sql.bindparams(bindparam("only", expanding=True))
-    rows = conn.execute(sql, params).all()
+    rows = conn.exec_driver_sql(sql, tuple(params)).all()
     return [(row[0], float(row[1])) for row in rows]
