@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install run test lint format bench browser clean
+.PHONY: install run test lint format bench browser screenshots clean
 
 install: $(VENV)/.installed
 
@@ -40,6 +40,10 @@ format: install
 bench: install
 	@for b in benchmarks/locomo.py benchmarks/scale.py; do \
 	  if [ -f $$b ]; then $(PY) $$b || exit 1; fi; done
+
+# Regenerate the panel screenshots in docs/screenshots (the browser tests take them on request).
+screenshots: install browser
+	MEMORY_BANK_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:xdist tests/web/test_panel.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache memory-bank.db*

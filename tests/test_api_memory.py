@@ -204,3 +204,36 @@ def test_spec_is_served(service):
         "deleteMemoryById",
     } <= ops
     assert service.client.get("/docs/").status_code == 200
+
+
+def test_cursor_walk_while_others_are_deleted_sees_each_survivor_once(service):
+    headers = service.auth()
+    ids = [
+        service.client.post("/v1/memory", json={"content": f"m {i}"}, headers=headers).json()[
+            "memory"
+        ]["id"]
+        for i in range(12)
+    ]
+    newest_first = list(reversed(ids))
+    seen: list[str] = []
+    deleted: set[str] = set()
+    cursor = None
+    while True:
+        params = {"limit": 3} | ({"cursor": cursor} if cursor else {})
+        page = service.client.get("/v1/memory", params=params, headers=headers).json()
+        seen += [m["id"] for m in page["memories"]]
+        # Delete one memory not seen yet (and one already seen) before the next page.
+        unseen = [i for i in newest_first if i not in seen and i not in deleted]
+        for victim in unseen[1:2] + seen[:1]:
+            if victim not in deleted:
+                assert (
+                    service.client.delete(f"/v1/memory/{victim}", headers=headers).status_code
+                    == 204
+                )
+                deleted.add(victim)
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert len(seen) == len(set(seen))
+    assert seen == [i for i in newest_first if i in seen]
+    assert set(newest_first) - deleted <= set(seen)

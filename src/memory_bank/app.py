@@ -6,6 +6,7 @@ import importlib
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import connexion
@@ -19,6 +20,7 @@ from memory_bank import cors, logs, metrics, problems, ratelimit
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
 from memory_bank.errors import ApiError
+from memory_bank.mcp.http import McpMiddleware
 from memory_bank.middleware import OuterMiddleware
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, spec_methods
@@ -26,6 +28,7 @@ from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import migrate, signing_secret
 from memory_bank.validation import NamingParameterValidator
+from memory_bank.web import routes as panel_routes
 
 log = logging.getLogger("memory_bank")
 
@@ -42,14 +45,19 @@ def _handlers() -> dict[str, Callable[..., Any]]:
     return found
 
 
-def create_app(settings: Settings | None = None, *, run_migrations: bool = True) -> Any:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    run_migrations: bool = True,
+    spec_file: Path | None = None,
+) -> Any:
     """Build the whole service for these settings and return its ASGI app (a Connexion app)."""
     settings = settings or Settings.from_env()
     logging.basicConfig(level=settings.log_level.upper())
     engine = make_engine(settings.database_url, settings.db_pool_size)
     if run_migrations:
         migrate(engine)
-    spec = load_spec()
+    spec = load_spec(spec_file)
     state = AppState(
         settings=settings,
         engine=engine,
@@ -66,7 +74,7 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app = connexion.FlaskApp(__name__)
     app.app.config[STATE_KEY] = state
     app.add_api(
-        load_spec(),
+        load_spec(spec_file),
         resolver=Resolver(function_resolver=lambda op_id: handlers[op_id]),
         strict_validation=True,
         validator_map={"parameter": NamingParameterValidator},
@@ -79,10 +87,13 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
     app.add_error_handler(ApiError, problems.render_api_error)
     app.add_error_handler(ProblemException, problems.render_connexion_problem)
     app.add_error_handler(HTTPException, _render_http_exception)
+    # Connexion decodes JSON bodies as UTF-8 before validating them; other bytes are the
+    # client's mistake, not a server error.
     app.add_error_handler(UnicodeDecodeError, problems.render_bad_encoding)
     app.add_error_handler(Exception, problems.render_unexpected)
     # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
     app.app.register_error_handler(ApiError, _reraise)
+    panel_routes.install(app.app, settings.panel_enabled)
     _add_reliability_middleware(app, settings)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     if settings.rate_limit_per_minute > 0:
@@ -92,6 +103,9 @@ def create_app(settings: Settings | None = None, *, run_migrations: bool = True)
             position=MiddlewarePosition.BEFORE_EXCEPTION,
             per_minute=settings.rate_limit_per_minute,
         )
+    # MCP at /mcp (and its RFC 9728 metadata); inside OuterMiddleware so it gets the same
+    # body cap and security headers, and it sees the lifespan that runs its session manager.
+    app.add_middleware(McpMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     state.extras["connexion_app"] = app
     return app
 

@@ -9,9 +9,14 @@ from connexion.context import context as connexion_context
 from sqlalchemy import Engine
 
 from memory_bank import state as app_state
-from memory_bank.errors import InsufficientScope, Unauthorized
+from memory_bank.errors import (
+    InsufficientScope,
+    MemoryDisabled,
+    MemoryDisabledForUser,
+    Unauthorized,
+)
 from memory_bank.ids import utcnow
-from memory_bank.store import keys
+from memory_bank.store import keys, user_settings
 from memory_bank.store.engine import reading
 
 
@@ -51,6 +56,8 @@ def bearer_info(token: str, request: Any) -> dict[str, Any]:
     """Connexion's bearer hook: authenticate, then enforce the operation's scopes."""
     state = app_state.from_scope(request.scope)
     principal = authenticate(state.engine, token)
+    if str(request.scope.get("path", "")).startswith(MEMORY_ROUTES):
+        check_switches(state, principal)
     routing = request.scope.get("extensions", {}).get("connexion_routing", {})
     # Connexion 3.3 ignores scopes on http/bearer schemes, so they are enforced here, from
     # the same security requirements the spec lists for each operation.
@@ -59,6 +66,26 @@ def bearer_info(token: str, request: Any) -> dict[str, Any]:
             raise InsufficientScope(scope)
     request.scope.setdefault("state", {})["principal"] = principal
     return {"sub": principal.user_id, "principal": principal, "scope": list(principal.scopes)}
+
+
+# The routes the kill switches turn off: every memory, draft and settings operation.
+MEMORY_ROUTES = "/v1/memory"
+
+
+def check_switches(state: app_state.AppState, principal: Principal) -> None:
+    """The kill switches, checked once per authenticated request: server-wide, then per user."""
+    if not state.settings.memory_enabled:
+        raise MemoryDisabled(
+            "Memory is switched off on this server by its operator; nothing can be saved or "
+            "recalled until it is switched back on."
+        )
+    with reading(state.engine) as conn:
+        disabled = user_settings.get(conn, principal.user_id).memory_disabled
+    if disabled:
+        raise MemoryDisabledForUser(
+            "Memory is switched off for this user by the operator; nothing can be saved or "
+            "recalled for this user until it is switched back on."
+        )
 
 
 def current_principal() -> Principal:

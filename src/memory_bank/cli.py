@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from memory_bank import __version__
 from memory_bank.ids import iso, utcnow
@@ -64,8 +64,18 @@ def open_database(settings: Settings, run_migrations: bool = True) -> Engine:
             f"{type(exc.orig).__name__}: {str(exc.orig).splitlines()[0][:200]}",
             EXIT_DATABASE,
         ) from None
-    except ValueError as exc:
+    except (ValueError, ArgumentError) as exc:
         raise CliError(f"bad {PREFIX}DATABASE_URL: {exc}") from None
+    except ImportError as exc:
+        raise CliError(
+            f"bad {PREFIX}DATABASE_URL: its driver is not installed ({exc.name}); "
+            "use sqlite:///path or mysql+pymysql://user:pass@host/db"
+        ) from None
+    except OSError as exc:
+        raise CliError(
+            f"cannot use the database at {_safe_url(settings.database_url)}: {exc}",
+            EXIT_DATABASE,
+        ) from None
     return engine
 
 
@@ -274,8 +284,9 @@ def _load_plugins() -> None:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            # Absent plugin (or its package, e.g. memory_bank.mcp) is fine; a broken one is not.
-            if exc.name is None or not (name + ".").startswith(exc.name + "."):
+            # Absent plugin (or its whole package) is fine; a missing import inside it is not.
+            missing = exc.name or ""
+            if name != missing and not name.startswith(missing + "."):
                 raise
 
 
@@ -299,4 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m memory_bank.cli` runs a second copy of this module as __main__; plugins
+    # register with the importable one, so run that.
+    from memory_bank import cli as _importable
+
+    sys.exit(_importable.main())

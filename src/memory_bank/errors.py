@@ -91,6 +91,12 @@ class Forbidden(ApiError):
     status, code, title = 403, "forbidden", "Forbidden"
 
 
+class MemoryDisabledForUser(Forbidden):
+    """The operator switched memory off for this user."""
+
+    code = "memory_disabled"
+
+
 class NotFound(ApiError):
     """No such item for this user (also for other users' items)."""
 
@@ -131,6 +137,18 @@ class ServiceUnavailable(ApiError):
     """The database is unreachable or the service is switched off."""
 
     status, code, title = 503, "service_unavailable", "Service Unavailable"
+
+
+class MemoryDisabled(ServiceUnavailable):
+    """The operator switched memory off for everyone."""
+
+    code = "memory_disabled"
+
+
+class DraftNotFound(NotFound):
+    """No such live draft for this user (also: expired, confirmed, rejected, others')."""
+
+    code = "draft_not_found"
 
 
 # Codes for problems raised by Connexion itself, by status.

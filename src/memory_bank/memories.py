@@ -9,7 +9,7 @@ from sqlalchemy import Connection, Engine
 
 from memory_bank import cursor
 from memory_bank.auth import Principal
-from memory_bank.errors import InvalidRequest, MemoryNotFound, QuotaExceeded
+from memory_bank.errors import InvalidRequest, MemoryNotFound, QuotaExceeded, UnsupportedMediaType
 from memory_bank.ids import is_id, iso
 from memory_bank.search import index as search_index
 from memory_bank.store import memories as store
@@ -27,13 +27,17 @@ def parse_new_memory(
     body: dict[str, Any],
 ) -> tuple[str, list[str], list[store.NewContext]]:
     """Check a postMemory body beyond the schema (trimming, NULs, duplicates)."""
+    if not isinstance(body, dict):
+        # Connexion validates only bodies it can parse; without a JSON content type the raw
+        # bytes arrive here.
+        raise UnsupportedMediaType("Send the body as application/json.")
     content = _text(body.get("content"), "content", MAX_CONTENT)
     tags: list[str] = []
     raw_tags = body.get("tags") or []
     if len(raw_tags) > MAX_TAGS:
         raise InvalidRequest(f"At most {MAX_TAGS} tags.", field="tags")
     for i, tag in enumerate(raw_tags):
-        clean = _text(tag, f"tags[{i}]", MAX_TAG)
+        clean = _text(tag, f"tags.{i}", MAX_TAG)
         if clean not in tags:
             tags.append(clean)
     contexts: list[store.NewContext] = []
@@ -43,9 +47,9 @@ def parse_new_memory(
     for i, ctx in enumerate(raw_contexts):
         contexts.append(
             store.NewContext(
-                snippet=_text(ctx.get("snippet"), f"contexts[{i}].snippet", MAX_SNIPPET),
-                conversation_id=_ref(ctx.get("conversation_id"), f"contexts[{i}].conversation_id"),
-                message_id=_ref(ctx.get("message_id"), f"contexts[{i}].message_id"),
+                snippet=_text(ctx.get("snippet"), f"contexts.{i}.snippet", MAX_SNIPPET),
+                conversation_id=_ref(ctx.get("conversation_id"), f"contexts.{i}.conversation_id"),
+                message_id=_ref(ctx.get("message_id"), f"contexts.{i}.message_id"),
                 origin=ctx.get("origin"),
             )
         )

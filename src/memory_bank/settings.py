@@ -44,6 +44,12 @@ class Settings:
     )
     draft_ttl_hours: int = _setting(168, "Hours a draft waits for review before it expires.")
     panel_enabled: bool = _setting(True, "Serve the web panel at /; off = 404 there.")
+    panel_link_minutes: int = _setting(
+        15, "Minutes the one-time panel sign-in link printed by `memory-bank serve` stays valid."
+    )
+    panel_session_hours: int = _setting(
+        12, "Hours the key a panel sign-in link is traded for stays valid."
+    )
     memory_enabled: bool = _setting(
         True, "Kill switch: false turns every memory route off for everyone (503)."
     )

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_bank import memories
+from memory_bank import memories, review
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply, empty_reply, json_reply
 from memory_bank.auth import current_principal
 
 
 def postMemory(body: dict[str, Any]) -> Reply:
-    """Save a memory for the caller."""
+    """Save a memory for the caller, or a draft for review when review applies to them."""
     state = app_state.current()
-    max_memories = state.settings.max_memories_per_user
-    memory = memories.save(state.engine, current_principal(), body, max_memories)
+    principal = current_principal()
+    if review.needs_review(state.engine, state.settings, principal):
+        envelope = review.submit(state.engine, state.settings, principal, body)
+        location = f"/v1/memory/drafts/{envelope['draft']['id']}"
+        return json_reply(envelope, 202, {"Location": location})
+    memory = memories.save(state.engine, principal, body, state.settings.max_memories_per_user)
     return json_reply({"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}"})
 
 

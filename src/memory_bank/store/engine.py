@@ -39,6 +39,9 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
         _tune_sqlite(engine)
         return engine
     if parsed.get_backend_name() in {"mysql", "mariadb"}:
+        if "+" not in parsed.drivername:
+            # PyMySQL is the driver we ship; plain mysql:// would look for mysqlclient.
+            parsed = parsed.set(drivername="mysql+pymysql")
         query = dict(parsed.query)
         query.setdefault("charset", "utf8mb4")
         parsed = parsed.set(query=query)

@@ -54,6 +54,10 @@ def create_key(
     label: str | None = None,
 ) -> tuple[str, KeyRecord]:
     """Create a key; returns the secret (shown once) and its record."""
+    _check_name("user id", user_id, required=True)
+    _check_name("org id", org_id)
+    _check_name("source", source, required=True)
+    _check_name("label", label)
     body = secrets.token_urlsafe(32)
     secret = KEY_PREFIX + body
     # The prefix is a lookup handle only; the rest of the key never leaves this function.
@@ -85,6 +89,17 @@ def create_key(
         )
     )
     return secret, record
+
+
+def _check_name(what: str, value: str | None, required: bool = False) -> None:
+    """Refuse identity values that could alias another one (ValueError names the problem)."""
+    if value is None and not required:
+        return
+    if not value or len(value) > 128:
+        raise ValueError(f"{what} must be 1-128 characters")
+    # MySQL/MariaDB compare VARCHARs ignoring trailing spaces: "alice " would read alice's data.
+    if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"{what} must not have surrounding spaces or control characters")
 
 
 def find_key(conn: Connection, secret: str) -> KeyRecord | None:

@@ -92,7 +92,9 @@ def insert_memory(
     ]
     if rows:
         conn.execute(insert(memory_context), rows)
-    search_index.index_memory(conn, owner.user_id, mid, search_index.document_text(content, tags))
+    search_index.index_memory(
+        conn, owner.user_id, mid, content, tags, [ctx.snippet for ctx in contexts]
+    )
     return MemoryRow(
         id=mid,
         user_id=owner.user_id,

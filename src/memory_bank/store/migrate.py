@@ -79,6 +79,11 @@ def migrate(engine: Engine) -> str:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
         _ensure_secret(engine)
+        # Postings made by an older analyzer would silently miss matches: rebuild them here,
+        # under the migration lock, so exactly one process does it (see docs/search.md).
+        from memory_bank.search.reindex import ensure_current
+
+        ensure_current(engine)
     return head_revision()
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     ForeignKey,
@@ -117,5 +118,62 @@ service_state = Table(
     metadata,
     Column("name", String(64), primary_key=True),
     Column("value", Text, nullable=False),
+    **TABLE_ARGS,
+)
+
+# Saves waiting for a person (review). Kept apart from `memory` so no search or list of
+# memories can ever return one; contexts travel as JSON until the draft is confirmed.
+memory_draft = Table(
+    "memory_draft",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("user_id", String(128), nullable=False),
+    Column("org_id", String(128), nullable=True),
+    Column("content", LongText, nullable=False),
+    Column("tags", Text, nullable=False),
+    Column("contexts", LongText, nullable=False),
+    Column("source", String(128), nullable=False),
+    Column("created_by_key", String(32), nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("expires_at", Timestamp, nullable=False),
+    Index("ix_memory_draft_user_id_id", "user_id", "id"),
+    Index("ix_memory_draft_expires_at", "expires_at"),
+    **TABLE_ARGS,
+)
+
+# Who did what to a draft, and when; kept after the draft (and its content) is gone.
+review_audit = Table(
+    "review_audit",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("user_id", String(128), nullable=False),
+    Column("draft_id", String(32), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("actor_key_id", String(32), nullable=True),
+    Column("actor_source", String(128), nullable=True),
+    Column("memory_id", String(32), nullable=True),
+    Column("at", Timestamp, nullable=False),
+    Index("ix_review_audit_user_draft", "user_id", "draft_id"),
+    **TABLE_ARGS,
+)
+
+# Per-user switches: opt in to review, and the operator's per-user kill switch.
+user_settings = Table(
+    "user_settings",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("review_required", Boolean, nullable=False, default=False),
+    Column("memory_disabled", Boolean, nullable=False, default=False),
+    Column("updated_at", Timestamp, nullable=False),
+    **TABLE_ARGS,
+)
+
+# One-time panel sign-in codes already exchanged (the codes themselves are signed, not stored).
+panel_signin_used = Table(
+    "panel_signin_used",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("nonce", String(64), primary_key=True),
+    Column("expires_at", Timestamp, nullable=False),
     **TABLE_ARGS,
 )

@@ -1,0 +1,136 @@
+"""Shared helpers of the benchmarks: a real server process, MariaDB databases, percentiles."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+REPO = Path(__file__).resolve().parent.parent
+MARIADB_ADMIN = os.environ.get("MEMORY_BANK_BENCH_MARIADB", "mysql+pymysql://root@127.0.0.1:3306/")
+
+
+def mariadb_url(database: str) -> str:
+    """The URL of a benchmark database on the MariaDB server (names must start mb_bench_)."""
+    assert database.startswith("mb_bench_"), "benchmarks only touch mb_bench_* databases"
+    return str(make_url(MARIADB_ADMIN).set(database=database).render_as_string(False))
+
+
+def create_database(database: str, drop: bool = False) -> str:
+    """Create (or recreate) a benchmark database and return its URL."""
+    assert database.startswith("mb_bench_")
+    engine = sa.create_engine(MARIADB_ADMIN)
+    with engine.begin() as conn:
+        if drop:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{database}`")
+        conn.exec_driver_sql(
+            f"CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+        )
+    engine.dispose()
+    return mariadb_url(database)
+
+
+def size_buffer_pool(megabytes: int) -> int:
+    """Grow InnoDB's buffer pool online (never shrink it: others share the server)."""
+    engine = sa.create_engine(MARIADB_ADMIN)
+    with engine.begin() as conn:
+        current = int(conn.exec_driver_sql("SELECT @@innodb_buffer_pool_size").scalar() or 0)
+        wanted = megabytes * 1024 * 1024
+        if current < wanted:
+            conn.exec_driver_sql(f"SET GLOBAL innodb_buffer_pool_size = {wanted}")
+            current = wanted
+    engine.dispose()
+    return current // (1024 * 1024)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A real `memory-bank serve` process."""
+
+    base_url: str
+    process: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def serve(database_url: str, workers: int = 1) -> Iterator[Server]:
+    """Run `memory-bank serve` on a free port until the block ends."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "MEMORY_BANK_DATABASE_URL": database_url,
+        "MEMORY_BANK_LOG_LEVEL": "warning",
+        "MEMORY_BANK_VALIDATE_RESPONSES": "false",
+        "MEMORY_BANK_RATE_LIMIT_PER_MINUTE": "0",
+    }
+    cmd = [sys.executable, "-m", "memory_bank.cli", "serve", "--port", str(port)]
+    process = subprocess.Popen(
+        [*cmd, "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                err = process.stderr.read().decode() if process.stderr else ""
+                raise RuntimeError(f"server exited:\n{err}")
+            try:
+                if httpx.get(base + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not become ready")
+            time.sleep(0.2)
+        yield Server(base, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def make_key(database_url: str, user: str) -> str:
+    """A read/write API key for a user, minted straight in the database."""
+    from memory_bank.store import keys
+    from memory_bank.store.engine import make_engine, writing
+    from memory_bank.store.migrate import migrate
+
+    engine = make_engine(database_url, pool_size=1)
+    migrate(engine)
+    secret, _ = writing(
+        engine,
+        lambda conn: keys.create_key(conn, user, ("mcp:read", "mcp:write"), "benchmark", None),
+    )
+    engine.dispose()
+    return str(secret)
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The pct-th percentile (nearest rank) of some values."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]

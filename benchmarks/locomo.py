@@ -1,0 +1,410 @@
+"""LoCoMo retrieval benchmark: our search over the real REST API vs OpenWork v0's FULLTEXT SQL.
+
+One user per conversation, one memory per dialogue turn, each question of categories 1-4 searched
+with limit 10; prints recall@10 and hit@10 per category and overall for both strategies.
+`--ablation` instead runs the index in-process on SQLite for a series of variants (each adds one
+change to the previous) and prints the recall@10 each one reaches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+LIMIT = 10
+DEFAULT_DATA = common.REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev5.json"
+
+
+@dataclass
+class Turn:
+    """One dialogue turn, saved as one memory."""
+
+    dia_id: str
+    body: dict[str, Any]
+
+
+@dataclass
+class Conversation:
+    """One LoCoMo conversation: its turns as memories and its questions."""
+
+    sample_id: str
+    turns: list[Turn]
+    questions: list[tuple[str, int, set[str]]] = field(default_factory=list)
+
+
+def _session_date(raw: str) -> str:
+    """'1:56 pm on 8 May, 2023' -> '8 May 2023' (the day is what people ask about)."""
+    day = raw.split(" on ", 1)[-1]
+    return day.replace(",", "").strip()
+
+
+def _line(turn: dict[str, Any]) -> str:
+    """A turn as a person would note it: who said it, what, and what a shared photo shows."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shared a photo: {turn['blip_caption']}]"
+    return text
+
+
+def build_memory(
+    sample_id: str,
+    turns: list[dict[str, Any]],
+    i: int,
+    date: str,
+    *,
+    date_in_content: bool = False,
+    tags: bool = True,
+    contexts: bool = True,
+) -> dict[str, Any]:
+    """The postMemory body an agent would save for turn i of a session."""
+    turn = turns[i]
+    content = _line(turn)
+    if date_in_content:
+        content = f"[{date}] {content}"
+    body: dict[str, Any] = {"content": content}
+    if tags:
+        body["tags"] = [turn["speaker"], date]
+    if contexts:
+        body["contexts"] = [
+            {
+                "snippet": _line(turns[j]),
+                "conversation_id": sample_id,
+                "message_id": turns[j]["dia_id"],
+                "origin": "active_conversation",
+            }
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(turns)
+        ]
+    return body
+
+
+def load(path: Path, **save: bool) -> list[Conversation]:
+    """The conversations of the dataset with the memory each turn becomes."""
+    data = json.loads(path.read_text())
+    out = []
+    for sample in data:
+        conv = sample["conversation"]
+        turns: list[Turn] = []
+        n = 1
+        while f"session_{n}" in conv:
+            session = conv[f"session_{n}"]
+            date = _session_date(conv.get(f"session_{n}_date_time", ""))
+            for i, turn in enumerate(session):
+                body = build_memory(sample["sample_id"], session, i, date, **save)
+                turns.append(Turn(turn["dia_id"], body))
+            n += 1
+        known = {t.dia_id for t in turns}
+        item = Conversation(sample["sample_id"], turns)
+        for qa in sample["qa"]:
+            if qa["category"] not in CATEGORIES:
+                continue
+            # A few annotations hold several ids in one string ("D8:6; D9:17"): split them.
+            evidence = {e for raw in qa["evidence"] for e in re.split(r"[;,\s]+", raw)}
+            evidence &= known
+            if evidence:
+                item.questions.append((qa["question"], qa["category"], evidence))
+        out.append(item)
+    return out
+
+
+@dataclass
+class Scores:
+    """Recall@10 and hit@10 sums per category."""
+
+    recall: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    hit: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    count: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+    def add(self, category: int, evidence: set[str], found: list[str]) -> None:
+        """Score one question's top results against its evidence turns."""
+        got = evidence & set(found[:LIMIT])
+        self.recall[category] += len(got) / len(evidence)
+        self.hit[category] += 1.0 if got else 0.0
+        self.count[category] += 1
+
+    def overall(self) -> tuple[float, float]:
+        """Recall@10 and hit@10 averaged over all questions."""
+        n = sum(self.count.values()) or 1
+        return sum(self.recall.values()) / n, sum(self.hit.values()) / n
+
+    def row(self, category: int) -> tuple[float, float, int]:
+        """Recall@10, hit@10 and question count of one category."""
+        n = self.count[category] or 1
+        return self.recall[category] / n, self.hit[category] / n, self.count[category]
+
+
+Search = Callable[[str, str], list[str]]
+
+
+def evaluate(convs: list[Conversation], search: Search) -> Scores:
+    """Run every question through a search(user, question) -> dia_ids function."""
+    scores = Scores()
+    for conv in convs:
+        for question, category, evidence in conv.questions:
+            scores.add(category, evidence, search(conv.sample_id, question))
+    return scores
+
+
+# --- ours, over HTTP ---------------------------------------------------------------------------
+
+
+def run_http(convs: list[Conversation], database_url: str) -> tuple[Scores, float]:
+    """Save every turn through POST /v1/memory and search through GET /v1/memory/search."""
+    keys = {c.sample_id: common.make_key(database_url, f"locomo-{c.sample_id}") for c in convs}
+    by_id: dict[str, str] = {}
+    latencies: list[float] = []
+    with common.serve(database_url) as server, httpx.Client(base_url=server.base_url) as client:
+        for conv in convs:
+            headers = {"Authorization": f"Bearer {keys[conv.sample_id]}"}
+            for turn in conv.turns:
+                r = client.post("/v1/memory", json=turn.body, headers=headers)
+                r.raise_for_status()
+                by_id[r.json()["memory"]["id"]] = turn.dia_id
+
+        def search(user: str, question: str) -> list[str]:
+            headers = {"Authorization": f"Bearer {keys[user]}"}
+            start = time.perf_counter()
+            r = client.get(
+                "/v1/memory/search", params={"q": question, "limit": LIMIT}, headers=headers
+            )
+            latencies.append(time.perf_counter() - start)
+            r.raise_for_status()
+            return [by_id[m["id"]] for m in r.json()["results"]]
+
+        scores = evaluate(convs, search)
+    return scores, common.percentile(latencies, 50) * 1000
+
+
+# --- OpenWork v0: one FULLTEXT index over content, filtered by user ----------------------------
+
+
+V0_TABLE = """
+CREATE TABLE v0_memory (
+  id VARCHAR(32) PRIMARY KEY,
+  user_id VARCHAR(128) NOT NULL,
+  content MEDIUMTEXT NOT NULL,
+  KEY ix_user (user_id),
+  FULLTEXT KEY ft_content (content)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4
+"""
+V0_SEARCH = """
+SELECT id, MATCH(content) AGAINST(%s IN NATURAL LANGUAGE MODE) AS score
+FROM v0_memory
+WHERE user_id = %s AND MATCH(content) AGAINST(%s IN NATURAL LANGUAGE MODE)
+ORDER BY score DESC LIMIT %s
+"""
+
+
+def run_v0(convs: list[Conversation]) -> Scores:
+    """OpenWork v0's search SQL over the same memories' content on MariaDB."""
+    url = common.create_database("mb_bench_locomo_v0", drop=True)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(V0_TABLE)
+        for conv in convs:
+            rows = [
+                (f"{conv.sample_id}/{t.dia_id}", conv.sample_id, t.body["content"])
+                for t in conv.turns
+            ]
+            conn.exec_driver_sql("INSERT INTO v0_memory VALUES (%s, %s, %s)", rows)
+    with engine.connect() as conn:
+
+        def search(user: str, question: str) -> list[str]:
+            rows = conn.exec_driver_sql(V0_SEARCH, (question, user, question, LIMIT)).all()
+            return [r[0].split("/", 1)[1] for r in rows]
+
+        scores = evaluate(convs, search)
+    engine.dispose()
+    return scores
+
+
+# --- ablation, in-process ----------------------------------------------------------------------
+
+
+@contextmanager
+def patched(obj: Any, **values: Any) -> Iterator[None]:
+    """Temporarily set module attributes (for the ablation only)."""
+    old = {k: getattr(obj, k) for k in values}
+    for k, v in values.items():
+        setattr(obj, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(obj, k, v)
+
+
+def run_direct(convs: list[Conversation]) -> Scores:
+    """Save and search through the storage layer on a fresh SQLite file (same code as HTTP)."""
+    from memory_bank.search import index
+    from memory_bank.store import memories as store
+    from memory_bank.store.engine import make_engine, reading, writing
+    from memory_bank.store.migrate import migrate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = make_engine(f"sqlite:///{tmp}/locomo.db")
+        migrate(engine)
+        by_id: dict[str, str] = {}
+
+        def save_all(conn: sa.Connection) -> None:
+            for conv in convs:
+                owner = store.Owner(conv.sample_id, None, "benchmark")
+                for t in conv.turns:
+                    ctxs = [
+                        store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], None)
+                        for c in t.body.get("contexts", [])
+                    ]
+                    row = store.insert_memory(
+                        conn, owner, t.body["content"], t.body.get("tags", []), ctxs
+                    )
+                    by_id[row.id] = t.dia_id
+
+        writing(engine, save_all)
+        with reading(engine) as conn:
+            scores = evaluate(
+                convs,
+                lambda user, q: [by_id[m] for m, _ in index.search(conn, user, q, LIMIT)],
+            )
+        engine.dispose()
+    return scores
+
+
+def ablation(path: Path) -> list[tuple[str, float, float]]:
+    """Recall@10 of each variant; every step keeps the changes above it."""
+    from memory_bank.search import analyzer, index
+
+    plain = {"date_in_content": False, "tags": False, "contexts": False}
+    no_q = frozenset()
+    steps: list[tuple[str, dict[str, bool], dict[str, Any], dict[str, Any]]] = [
+        ("BM25, content only, no query-side question words", plain, {"QUESTION_WORDS": no_q}, {}),
+        ("+ query-side question words dropped", plain, {}, {}),
+        ("+ tags: speaker, session date", {**plain, "tags": True}, {}, {}),
+        (
+            "+ neighbouring turns as contexts, indexed at weight 1 vs 3",
+            {**plain, "tags": True, "contexts": True},
+            {},
+            {},
+        ),
+        (
+            "  contexts saved but not indexed",
+            {**plain, "tags": True, "contexts": True},
+            {},
+            {"CONTEXT_WEIGHT": 0},
+        ),
+        (
+            "  contexts indexed at equal weight (1:1)",
+            {**plain, "tags": True, "contexts": True},
+            {},
+            {"CONTENT_WEIGHT": 1, "TAG_WEIGHT": 1},
+        ),
+        (
+            "  contexts at weight 1 vs 2",
+            {**plain, "tags": True, "contexts": True},
+            {},
+            {"CONTENT_WEIGHT": 2, "TAG_WEIGHT": 2},
+        ),
+        (
+            "  contexts at weight 1 vs 5",
+            {**plain, "tags": True, "contexts": True},
+            {},
+            {"CONTENT_WEIGHT": 5, "TAG_WEIGHT": 5},
+        ),
+        (
+            "  BM25 b=0.5",
+            {**plain, "tags": True, "contexts": True},
+            {},
+            {"B": 0.5},
+        ),
+        (
+            "  BM25 k1=1.6",
+            {**plain, "tags": True, "contexts": True},
+            {},
+            {"K1": 1.6},
+        ),
+    ]
+    out = []
+    for name, save, analyzer_patch, index_patch in steps:
+        with patched(analyzer, **analyzer_patch), patched(index, **index_patch):
+            recall, hit = run_direct(load(path, **save)).overall()
+        print(f"{recall:.3f}  {hit:.3f}  {name}", flush=True)
+        out.append((name, recall, hit))
+    return out
+
+
+def print_table(ours: Scores, v0: Scores | None) -> None:
+    """The side-by-side table of both strategies."""
+    print(f"{'category':<14}{'n':>5}  {'ours R@10':>10}{'ours H@10':>10}", end="")
+    print(f"{'v0 R@10':>10}{'v0 H@10':>10}" if v0 else "")
+    for cat, name in CATEGORIES.items():
+        r, h, n = ours.row(cat)
+        print(f"{cat} {name:<12}{n:>5}  {r:>10.3f}{h:>10.3f}", end="")
+        print(f"{v0.row(cat)[0]:>10.3f}{v0.row(cat)[1]:>10.3f}" if v0 else "")
+    r, h = ours.overall()
+    n = sum(ours.count.values())
+    print(f"{'overall':<14}{n:>5}  {r:>10.3f}{h:>10.3f}", end="")
+    print(f"{v0.overall()[0]:>10.3f}{v0.overall()[1]:>10.3f}" if v0 else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("MEMORY_BANK_LOCOMO", DEFAULT_DATA)),
+        help="locomo-dev5.json (default ../shared/datasets/locomo/ next to the repository; "
+        "or MEMORY_BANK_LOCOMO)",
+    )
+    parser.add_argument(
+        "--engine", choices=["sqlite", "mariadb"], default="sqlite", help="our server's database"
+    )
+    parser.add_argument("--no-v0", action="store_true", help="skip OpenWork v0's FULLTEXT")
+    parser.add_argument("--ablation", action="store_true", help="print the ablation table")
+    args = parser.parse_args(argv)
+    if not args.data.exists():
+        print(f"dataset not found: {args.data} (use --data or MEMORY_BANK_LOCOMO)")
+        return 2
+    if args.ablation:
+        ablation(args.data)
+        return 0
+    convs = load(args.data)
+    print(
+        f"LoCoMo {args.data.name}: {len(convs)} conversations, "
+        f"{sum(len(c.turns) for c in convs)} memories, "
+        f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.engine == "sqlite":
+            url = f"sqlite:///{tmp}/locomo.db"
+        else:
+            url = common.create_database("mb_bench_locomo", drop=True)
+        ours, p50 = run_http(convs, url)
+    v0 = None if args.no_v0 else run_v0(convs)
+    print(
+        f"ours: memory-bank over HTTP on {args.engine} (search p50 {p50:.1f} ms); "
+        "v0: MariaDB FULLTEXT natural-language mode filtered by user"
+    )
+    print_table(ours, v0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

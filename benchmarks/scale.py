@@ -1,0 +1,406 @@
+"""Search latency as the table grows, ours vs OpenWork v0's global FULLTEXT, plus write speed.
+
+Loads 10k memories per user (LoCoMo turns saved the way benchmarks/locomo.py saves them: content,
+speaker and date tags, two neighbouring turns as contexts) up to each total size, straight through
+the storage layer's tables with the same analyzer and posting code as the API (so the postings
+are identical), and the same rows into OpenWork v0's table with one global full-text index
+(MariaDB FULLTEXT; on SQLite an FTS5 table, its nearest equivalent). Then it times the searches
+of a 10k-memory user over HTTP, at the storage layer, and with v0's SQL, and the write rate of
+POST /v1/memory with two contexts from one sequential client. Loaded databases are kept (SQLite
+files under .bench-cache/, MariaDB databases mb_bench_scale_*) and reused on the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common
+import locomo
+from memory_bank.ids import new_id
+from memory_bank.search import analyzer, index, reindex
+from memory_bank.store.engine import make_engine, reading
+from memory_bank.store.memories import get_memories
+from memory_bank.store.migrate import migrate
+from memory_bank.store.schema import (
+    memory,
+    memory_context,
+    memory_term,
+    memory_user_stats,
+    service_state,
+)
+
+PER_USER = 10_000
+# Users below this number (the measured user among them) save every memory with two contexts, as
+# the LoCoMo benchmark does; the bulk users beyond the first 100k memories save content and tags
+# only, so 1M memories load in tens of minutes on a small shared machine. Either way each row is
+# what the API would write for that save.
+FULL_USERS = 10
+CACHE = common.REPO / ".bench-cache"
+MARKER = "bench_scale_loaded"
+RESULTS = common.REPO / "benchmarks" / "results"
+
+
+def _fingerprint() -> str:
+    """What the postings depend on; a loaded database with another fingerprint is reloaded."""
+    return (
+        f"analyzer={analyzer.ANALYZER_VERSION};w={index.CONTENT_WEIGHT},"
+        f"{index.TAG_WEIGHT},{index.CONTEXT_WEIGHT};per_user={PER_USER}"
+    )
+
+
+def corpus(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Memory bodies (one per LoCoMo turn) and the questions used as queries."""
+    convs = locomo.load(path)
+    bodies = [t.body for c in convs for t in c.turns]
+    questions = [q for c in convs for q, _, _ in c.questions]
+    return bodies, questions
+
+
+def user_name(n: int) -> str:
+    """The user id of the n-th loaded user."""
+    return f"bench-user-{n:06d}"
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """One engine's benchmark database."""
+
+    engine_name: str
+    url: str
+
+
+def loaded_rows(engine: sa.Engine) -> int:
+    """How many memories an earlier run loaded (0 when none or made by other code)."""
+    with engine.connect() as conn:
+        raw = conn.execute(
+            sa.select(service_state.c.value).where(service_state.c.name == MARKER)
+        ).scalar()
+    if raw is None:
+        return 0
+    info = json.loads(raw)
+    return int(info["rows"]) if info.get("fingerprint") == _fingerprint() else -1
+
+
+def _v0_setup(conn: sa.Connection) -> None:
+    """Create OpenWork v0's table (MariaDB) or its FTS5 counterpart (SQLite)."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS v0_fts USING fts5("
+            "content, user_id UNINDEXED, id UNINDEXED, tokenize='porter unicode61')"
+        )
+    else:
+        conn.exec_driver_sql(locomo.V0_TABLE.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
+
+
+_COUNTS: dict[int, tuple[Any, int]] = {}
+
+
+def _counts(i: int, body: dict[str, Any], contexts: bool) -> tuple[Any, int]:
+    """The index's weighted term counts of body i, computed once (the loader reuses bodies)."""
+    key = i if contexts else -1 - i
+    if key not in _COUNTS:
+        snippets = [c["snippet"] for c in body.get("contexts", [])] if contexts else []
+        _COUNTS[key] = index.document_counts(body["content"], body.get("tags", []), snippets)
+    return _COUNTS[key]
+
+
+def _insert(conn: sa.Connection, table: sa.Table, rows: list[tuple[Any, ...]]) -> None:
+    """A plain DBAPI executemany of tuples in the table's column order (fast for bulk loads)."""
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    sql = f"INSERT INTO {table.name} VALUES ({', '.join([mark] * len(table.columns))})"
+    for i in range(0, len(rows), 5_000):
+        conn.exec_driver_sql(sql, rows[i : i + 5_000])
+
+
+def load_user(conn: sa.Connection, n: int, bodies: list[dict[str, Any]]) -> None:
+    """Insert one user's memories, contexts, postings, statistics and v0 rows."""
+    rng = random.Random(n)
+    user = user_name(n)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    stamp = now.isoformat(sep=" ", timespec="microseconds")
+    mems: list[tuple[Any, ...]] = []
+    ctxs: list[tuple[Any, ...]] = []
+    posts: list[tuple[Any, ...]] = []
+    v0: list[tuple[Any, ...]] = []
+    total_len = 0
+    full = n < FULL_USERS
+    for _ in range(PER_USER):
+        i = rng.randrange(len(bodies))
+        body = bodies[i]
+        mid = new_id("mem")
+        tags = json.dumps(body.get("tags", []))
+        mems.append((mid, user, None, body["content"], tags, "benchmark", "user", stamp, stamp))
+        for pos, c in enumerate(body.get("contexts", []) if full else []):
+            ctxs.append(
+                (new_id("mctx"), mid, user, pos, c["snippet"], c["conversation_id"],
+                 c["message_id"], c["origin"], stamp)
+            )  # fmt: skip
+        # The same rows index_memory() writes for this memory (posting_rows), as tuples.
+        counts, length = _counts(i, body, full)
+        posts.extend(
+            (r["user_id"], r["term"], r["memory_id"], r["tf"], r["doc_len"])
+            for r in index.posting_rows(user, mid, counts, length)
+        )
+        total_len += length
+        v0.append((mid, user, body["content"]))
+    # Sorted by primary key: B-tree inserts then append instead of splitting pages at random.
+    posts.sort(key=lambda r: (r[1], r[2]))
+    _insert(conn, memory, mems)
+    _insert(conn, memory_context, ctxs)
+    _insert(conn, memory_term, posts)
+    _insert(conn, memory_user_stats, [(user, PER_USER, total_len)])
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("INSERT INTO v0_fts (id, user_id, content) VALUES (?, ?, ?)", v0)
+    else:
+        conn.exec_driver_sql("INSERT INTO v0_memory VALUES (%s, %s, %s)", v0)
+
+
+def load(target: Target, total: int, bodies: list[dict[str, Any]]) -> sa.Engine:
+    """Make sure the database holds `total` memories (resuming an earlier load)."""
+    engine = make_engine(target.url, pool_size=2)
+    if sa.inspect(engine).has_table("service_state") and loaded_rows(engine) > 0:
+        # The loader wrote the postings this code writes: tell migrate() they are current.
+        with engine.begin() as conn:
+            reindex._record_version(conn)
+    migrate(engine)
+    have = loaded_rows(engine)
+    if have < 0:
+        raise SystemExit(
+            f"{target.url}: loaded by other analyzer/index code; delete it (--reset) and rerun"
+        )
+    users_have, users_want = have // PER_USER, total // PER_USER
+    if users_have >= users_want:
+        return engine
+    with engine.begin() as conn:
+        _v0_setup(conn)
+    bar = tqdm(
+        range(users_have, users_want), desc=f"load {target.engine_name} to {total:,}", unit="user"
+    )
+    for n in bar:
+        with engine.begin() as conn:
+            mysql = conn.dialect.name != "sqlite"
+            if not mysql:
+                conn.exec_driver_sql("PRAGMA cache_size = -262144")  # 256 MB page cache
+            if mysql:
+                # Consistent by construction; the checks only slow a bulk load down.
+                conn.exec_driver_sql("SET foreign_key_checks = 0, unique_checks = 0")
+            load_user(conn, n, bodies)
+            marker = json.dumps({"rows": (n + 1) * PER_USER, "fingerprint": _fingerprint()})
+            conn.execute(sa.delete(service_state).where(service_state.c.name == MARKER))
+            conn.execute(sa.insert(service_state).values(name=MARKER, value=marker))
+            if mysql:
+                conn.exec_driver_sql("SET foreign_key_checks = 1, unique_checks = 1")
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "ANALYZE TABLE memory_term" if conn.dialect.name != "sqlite" else "ANALYZE"
+        )
+    return engine
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[str], object], queries: list[str]) -> tuple[float, float]:
+    """p50 and p95 in milliseconds of fn over the queries (after one warm-up pass of 20)."""
+    for q in queries[:20]:
+        fn(q)
+    samples = []
+    for q in queries:
+        start = time.perf_counter()
+        fn(q)
+        samples.append((time.perf_counter() - start) * 1000)
+    return common.percentile(samples, 50), common.percentile(samples, 95)
+
+
+def storage_search(engine: sa.Engine, user: str) -> Callable[[str], object]:
+    """Our search at the storage layer: ranked ids, then the memories with their contexts."""
+
+    def run(q: str) -> object:
+        with reading(engine) as conn:
+            hits = index.search(conn, user, q, 10)
+            return get_memories(conn, user, [m for m, _ in hits])
+
+    return run
+
+
+def _fts5_query(q: str) -> str:
+    """A natural-language question as an FTS5 OR query (FULLTEXT natural mode is an OR)."""
+    words = {w for w in re.findall(r"\w+", q.lower()) if w not in analyzer.STOP_WORDS}
+    return " OR ".join(f'"{w}"' for w in sorted(words)) or '""'
+
+
+def v0_search(engine: sa.Engine, user: str) -> Callable[[str], object]:
+    """OpenWork v0's search: one global full-text index, then filter by user."""
+    if engine.dialect.name == "sqlite":
+        sql = (
+            "SELECT id, bm25(v0_fts) AS s FROM v0_fts WHERE v0_fts MATCH ? AND user_id = ? "
+            "ORDER BY s LIMIT 10"
+        )
+
+        def run_sqlite(q: str) -> object:
+            with engine.connect() as conn:
+                return conn.exec_driver_sql(sql, (_fts5_query(q), user)).all()
+
+        return run_sqlite
+
+    def run(q: str) -> object:
+        with engine.connect() as conn:
+            return conn.exec_driver_sql(locomo.V0_SEARCH, (q, user, q, 10)).all()
+
+    return run
+
+
+def http_search(base_url: str, key: str) -> Callable[[str], object]:
+    """Our search over HTTP with a keep-alive client."""
+    client = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"})
+
+    def run(q: str) -> object:
+        r = client.get("/v1/memory/search", params={"q": q, "limit": 10})
+        r.raise_for_status()
+        return r.json()
+
+    return run
+
+
+def write_rate(url: str, bodies: list[dict[str, Any]], n: int) -> float:
+    """POST /v1/memory per second (two contexts each) from one sequential client."""
+    key = common.make_key(url, "bench-writer")
+    with_ctx = [b for b in bodies if len(b.get("contexts", [])) == 2]
+    with (
+        common.serve(url) as server,
+        httpx.Client(
+            base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}
+        ) as client,
+    ):
+        for body in with_ctx[:50]:
+            client.post("/v1/memory", json=body).raise_for_status()
+        start = time.perf_counter()
+        for i in range(n):
+            client.post("/v1/memory", json=with_ctx[i % len(with_ctx)]).raise_for_status()
+        return n / (time.perf_counter() - start)
+
+
+# --- main --------------------------------------------------------------------------------------
+
+
+def target_for(engine_name: str, total: int, reset: bool) -> Target:
+    """Where one engine's data of one size lives (one database per size, kept between runs)."""
+    if engine_name == "sqlite":
+        CACHE.mkdir(exist_ok=True)
+        path = CACHE / f"scale-{total}.db"
+        if reset:
+            for p in CACHE.glob(f"scale-{total}.db*"):
+                p.unlink()
+        return Target("sqlite", f"sqlite:///{path}")
+    return Target("mariadb", common.create_database(f"mb_bench_scale_{total}", drop=reset))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo-dev5.json")
+    parser.add_argument("--sizes", default="100000,1000000", help="total memories to measure at")
+    parser.add_argument("--engines", default="mariadb,sqlite")
+    parser.add_argument("--queries", type=int, default=300, help="searches per measurement")
+    parser.add_argument("--writes", type=int, default=1000, help="POSTs for the write rate")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few queries")
+    parser.add_argument("--load-only", action="store_true", help="load, do not measure")
+    parser.add_argument("--reset", action="store_true", help="drop loaded data first")
+    parser.add_argument("--buffer-pool-mb", type=int, default=6144, help="MariaDB buffer pool")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.quick:
+        sizes, args.queries, args.writes = [20_000, 50_000], 100, 300
+    bodies, questions = corpus(args.data)
+    rng = random.Random(7)
+    queries = rng.sample(questions, min(args.queries, len(questions)))
+    results: list[dict[str, Any]] = []
+    for engine_name in args.engines.split(","):
+        if engine_name == "mariadb":
+            pool = common.size_buffer_pool(args.buffer_pool_mb)
+            print(f"MariaDB innodb_buffer_pool_size = {pool} MB")
+        for total in sizes:
+            target = target_for(engine_name, total, args.reset)
+            engine = load(target, total, bodies)
+            if args.load_only:
+                continue
+            user = user_name(0)
+            row: dict[str, Any] = {"engine": engine_name, "total": total}
+            row["storage"] = timed(storage_search(engine, user), queries)
+            row["v0"] = timed(v0_search(engine, user), queries)
+            key = common.make_key(target.url, user)
+            with common.serve(target.url) as server:
+                row["http"] = timed(http_search(server.base_url, key), queries)
+            engine.dispose()
+            results.append(row)
+            _print_row(row)
+        if not args.load_only:
+            with tempfile.TemporaryDirectory() as tmp:
+                url = (
+                    f"sqlite:///{tmp}/write.db"
+                    if engine_name == "sqlite"
+                    else common.create_database("mb_bench_write", drop=True)
+                )
+                rate = write_rate(url, bodies, args.writes)
+            results.append({"engine": engine_name, "writes_per_s": rate})
+            print(f"{engine_name}: POST /v1/memory with two contexts, one client: {rate:.0f}/s")
+    if results:
+        print()
+        print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    """One measurement as it completes."""
+    s, h, v = row["storage"], row["http"], row["v0"]
+    print(
+        f"{row['engine']} {row['total']:,}: storage p50/p95 {s[0]:.1f}/{s[1]:.1f} ms, "
+        f"HTTP {h[0]:.1f}/{h[1]:.1f} ms, v0 {v[0]:.1f}/{v[1]:.1f} ms",
+        flush=True,
+    )
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    """The side-by-side table (milliseconds) and the write rates."""
+    print(
+        "| engine | total memories | storage p50 / p95 | HTTP p50 / p95 | v0 p50 / p95 "
+        "| v0 p95 / ours p95 |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        if "total" not in r:
+            continue
+        s, h, v = r["storage"], r["http"], r["v0"]
+        print(
+            f"| {r['engine']} | {r['total']:,} | {s[0]:.1f} / {s[1]:.1f} | {h[0]:.1f} / {h[1]:.1f} "
+            f"| {v[0]:.1f} / {v[1]:.1f} | {v[1] / s[1]:.1f}x |"
+        )
+    for r in results:
+        if "writes_per_s" in r:
+            print(f"{r['engine']}: {r['writes_per_s']:.0f} writes/s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""Handler for /v1/memory/prompt: the instructions snippet for hosts without MCP."""
+
+from __future__ import annotations
+
+import flask
+
+from memory_bank import state as app_state
+from memory_bank.api.respond import Reply
+from memory_bank.auth import current_principal
+from memory_bank.prompt import render_prompt
+
+
+def getMemoryPrompt() -> Reply:
+    """The "## Memory Bank" Markdown snippet, with URLs for this server."""
+    current_principal()
+    state = app_state.current()
+    base = state.settings.public_url or flask.request.host_url
+    text = render_prompt(state.spec, base)
+    return text, 200, {"Content-Type": "text/markdown"}

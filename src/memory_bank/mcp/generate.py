@@ -1,0 +1,347 @@
+"""Spec -> MCP tool manifest: one tool per operation, with everything an executor needs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+MANIFEST_VERSION = 1
+MAX_DESCRIPTION = 600
+METHODS = ("get", "put", "post", "patch", "delete")
+# Where a parameter may live, in the order that decides who keeps a plain name (see _claim).
+LOCATIONS = ("path", "query", "header", "body")
+# OpenAPI 3.0 keywords with no JSON Schema meaning (or none an agent needs).
+_DROPPED = {"example", "xml", "externalDocs", "discriminator", "nullable", "deprecated"}
+
+
+class SpecError(ValueError):
+    """The spec cannot be turned into tools (a broken $ref, a name clash, a long text)."""
+
+
+def build_manifest(
+    spec: dict[str, Any], source: str = "openapi/memory-bank.yaml"
+) -> dict[str, Any]:
+    """The manifest for a spec: tools in spec order, each with its binding."""
+    default_security = spec.get("security", [])
+    tools: list[dict[str, Any]] = []
+    for route, item in spec.get("paths", {}).items():
+        shared = item.get("parameters", [])
+        for method, op in item.items():
+            if method not in METHODS or not isinstance(op, dict) or op.get("x-mcp") is False:
+                continue
+            tools.append(_tool(spec, route, method, op, shared, default_security))
+    names = [t["name"] for t in tools]
+    if len(set(names)) != len(names):
+        raise SpecError("operationIds must be unique")
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "source": source,
+        "api_version": str(spec.get("info", {}).get("version", "")),
+        "tools": tools,
+    }
+
+
+def render(manifest: dict[str, Any]) -> str:
+    """The manifest as committed: sorted-free stable JSON (spec order kept), 2-space indent."""
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+
+
+def _tool(
+    spec: dict[str, Any],
+    route: str,
+    method: str,
+    op: dict[str, Any],
+    shared: list[dict[str, Any]],
+    default_security: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """One manifest entry for one operation."""
+    name = op.get("operationId")
+    if not name:
+        raise SpecError(f"{method.upper()} {route} has no operationId")
+    title = op.get("x-mcp-title") or op.get("summary", name).rstrip(".")
+    description = _description(name, op)
+    input_schema, arguments = _input(spec, name, op, shared)
+    outputs = _outputs(spec, name, op, arguments)
+    tool: dict[str, Any] = {
+        "name": name,
+        "title": title,
+        "description": description,
+        "inputSchema": input_schema,
+    }
+    if outputs["schema"] is not None:
+        tool["outputSchema"] = outputs["schema"]
+    tool["annotations"] = _annotations(method, title)
+    scopes: list[str] = []
+    for requirement in op.get("security", default_security):
+        scopes.extend(requirement.get("bearerAuth", []))
+    return {
+        **tool,
+        "x-memory-bank": {
+            "scopes": scopes,
+            "http": {
+                "method": method.upper(),
+                "path": route,
+                "arguments": arguments,
+                "success": outputs["success"],
+            },
+        },
+    }
+
+
+def _description(name: str, op: dict[str, Any]) -> str:
+    """Summary then description, whitespace collapsed; too long is a spec error, not a cut."""
+    text = " ".join(" ".join([op.get("summary", ""), op.get("description", "")]).split())
+    if len(text) > MAX_DESCRIPTION:
+        raise SpecError(
+            f"{name}: summary + description is {len(text)} characters; keep it under "
+            f"{MAX_DESCRIPTION} so a host's tool list stays small"
+        )
+    return text
+
+
+def _annotations(method: str, title: str) -> dict[str, Any]:
+    """MCP hints from the HTTP method's semantics."""
+    if method == "get":
+        hints = {"readOnlyHint": True}
+    elif method in {"delete", "put"}:
+        hints = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
+    elif method == "patch":
+        hints = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False}
+    else:
+        hints = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False}
+    return {"title": title, **hints, "openWorldHint": False}
+
+
+def _input(
+    spec: dict[str, Any], name: str, op: dict[str, Any], shared: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """One object schema over path, query, header and body fields, and where each one goes."""
+    params: dict[tuple[str, str], dict[str, Any]] = {}
+    for raw in [*shared, *op.get("parameters", [])]:
+        param = _deref(spec, raw)
+        if param.get("in") == "cookie":
+            raise SpecError(f"{name}: cookie parameters cannot be MCP arguments")
+        params[(param["in"], param["name"])] = param  # operation-level overrides path-level
+    fields: list[tuple[str, str, dict[str, Any], bool]] = []  # (in, wire name, schema, required)
+    for (where, wire), param in params.items():
+        if where == "header" and wire.lower() in {"authorization", "content-type", "accept"}:
+            continue
+        if param.get("x-mcp") is False:
+            continue
+        schema = _schema(spec, param.get("schema", {}))
+        if param.get("description") and "description" not in schema:
+            schema = {"description": " ".join(param["description"].split()), **schema}
+        fields.append((where, wire, schema, bool(param.get("required"))))
+    body = _request_body(spec, name, op)
+    if body is not None:
+        body_schema, body_required = body
+        props = body_schema.get("properties")
+        if isinstance(props, dict):
+            # A body field marked `x-mcp: false` stays valid over REST but is no argument.
+            hidden = _hidden_fields(spec, op)
+            props = {k: v for k, v in props.items() if k not in hidden}
+        if body_schema.get("type") == "object" and isinstance(props, dict):
+            needed = set(body_schema.get("required", [])) if body_required else set()
+            for wire, prop in props.items():
+                fields.append(("body", wire, prop, wire in needed))
+        else:
+            # A body that is not an object of named fields travels whole as one argument.
+            fields.append(("body", "", body_schema, body_required))
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    arguments: dict[str, dict[str, Any]] = {}
+    for where in LOCATIONS:
+        for field_in, wire, schema, is_required in fields:
+            if field_in != where:
+                continue
+            arg = _claim(name, where, wire or "body", properties)
+            properties[arg] = schema
+            arguments[arg] = {"in": where, "name": wire or None}
+            if is_required:
+                required.append(arg)
+    input_schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        input_schema["required"] = required
+    input_schema["additionalProperties"] = False
+    return input_schema, arguments
+
+
+def _hidden_fields(spec: dict[str, Any], op: dict[str, Any]) -> set[str]:
+    """Body properties the spec marks `x-mcp: false` (read before extensions are dropped)."""
+    body = _deref(spec, op["requestBody"])
+    schema = _deref(spec, body["content"]["application/json"].get("schema", {}))
+    return {
+        k for k, v in schema.get("properties", {}).items() if _deref(spec, v).get("x-mcp") is False
+    }
+
+
+def _claim(op_name: str, where: str, wire: str, taken: dict[str, Any]) -> str:
+    """The argument name for a field: its own name, or `<in>_<name>` when an earlier
+    location (path, then query, then header, then body) already uses it."""
+    if wire not in taken:
+        return wire
+    prefixed = f"{where}_{wire}"
+    if prefixed in taken:
+        raise SpecError(f"{op_name}: argument name {prefixed!r} is used twice")
+    return prefixed
+
+
+def _request_body(
+    spec: dict[str, Any], name: str, op: dict[str, Any]
+) -> tuple[dict[str, Any], bool] | None:
+    """The JSON request body's resolved schema and whether the body is required."""
+    raw = op.get("requestBody")
+    if raw is None:
+        return None
+    body = _deref(spec, raw)
+    content = body.get("content", {})
+    if "application/json" not in content:
+        raise SpecError(f"{name}: only application/json request bodies become MCP arguments")
+    return _schema(spec, content["application/json"].get("schema", {})), bool(body.get("required"))
+
+
+def _outputs(
+    spec: dict[str, Any], name: str, op: dict[str, Any], arguments: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The output schema over every 2xx response, and how each success status comes back."""
+    success: dict[str, str] = {}
+    schemas: list[dict[str, Any]] = []
+    empty: list[int] = []
+    for status, raw in sorted(op.get("responses", {}).items()):
+        if not re.fullmatch(r"2\d\d", str(status)):
+            continue
+        response = _deref(spec, raw)
+        content = response.get("content") or {}
+        if "application/json" in content:
+            success[str(status)] = "json"
+            schema = _schema(spec, content["application/json"].get("schema", {}))
+            if schema not in schemas:
+                schemas.append(schema)
+        elif any(m.startswith("text/") for m in content):
+            success[str(status)] = "text"
+        elif not content:
+            success[str(status)] = "empty"
+            empty.append(int(status))
+        else:
+            raise SpecError(f"{name}: response {status} has no JSON or text media type")
+    if empty:
+        schemas.append(_empty_result_schema(empty, arguments))
+    if not schemas:
+        return {"schema": None, "success": success}
+    if len(schemas) == 1 and schemas[0].get("type") == "object":
+        return {"schema": schemas[0], "success": success}
+    # Several success shapes (e.g. 201 saved / 202 pending review): an object that is one of them.
+    return {"schema": {"type": "object", "anyOf": schemas}, "success": success}
+
+
+def _empty_result_schema(
+    statuses: list[int], arguments: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """What the executor returns for a success without a body: ok, the status, the path args."""
+    properties: dict[str, Any] = {
+        "ok": {"type": "boolean", "const": True},
+        "status": {"type": "integer", "enum": statuses},
+    }
+    for arg, where in arguments.items():
+        if where["in"] == "path":
+            properties[arg] = {"type": "string"}
+    return {
+        "type": "object",
+        "description": "The operation succeeded and returned no body.",
+        "required": sorted(properties),
+        "properties": properties,
+    }
+
+
+def _deref(
+    spec: dict[str, Any], node: dict[str, Any], seen: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Follow a local $ref (a parameter, response, body or schema) to what it names."""
+    ref = node.get("$ref") if isinstance(node, dict) else None
+    if ref is None:
+        return node
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        raise SpecError(f"only local $refs are supported, not {ref!r}")
+    if ref in seen:
+        raise SpecError(f"recursive $ref {ref} cannot be inlined")
+    target: Any = spec
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or part not in target:
+            raise SpecError(f"$ref {ref} does not resolve")
+        target = target[part]
+    return _deref(spec, target, (*seen, ref))
+
+
+def _schema(spec: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> Any:
+    """An OpenAPI 3.0 schema as standalone JSON Schema 2020-12: refs inlined, nullable
+    translated, allOf of plain objects merged, OpenAPI-only keywords dropped."""
+    if isinstance(node, list):
+        return [_schema(spec, item, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        ref = node["$ref"]
+        return _schema(spec, _deref(spec, {"$ref": ref}, seen), (*seen, ref))
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED or key.startswith("x-"):
+            continue
+        if key == "properties":
+            out[key] = {k: _schema(spec, v, seen) for k, v in value.items()}
+        elif key in {"items", "not", "additionalProperties"} or key in {"allOf", "anyOf", "oneOf"}:
+            out[key] = _schema(spec, value, seen)
+        else:
+            out[key] = copy.deepcopy(value)
+    out = _exclusive_bounds(node, out)
+    if "allOf" in out:
+        out = _merge_all_of(out)
+    if node.get("nullable") is True:
+        out = _nullable(out)
+    return out
+
+
+def _exclusive_bounds(node: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI 3.0's boolean exclusiveMinimum/Maximum -> JSON Schema's numeric form."""
+    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if node.get(exclusive) is True and bound in out:
+            out[exclusive] = out.pop(bound)
+        elif node.get(exclusive) is False:
+            out.pop(exclusive, None)
+    return out
+
+
+def _merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """Fold an allOf of plain object schemas into one object (hosts read those best)."""
+    parts = schema["allOf"]
+    simple = {"type", "properties", "required", "description"}
+    if not all(
+        isinstance(p, dict) and set(p) <= simple and p.get("type") == "object" for p in parts
+    ):
+        return schema
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    merged["type"] = "object"
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for part in parts:
+        properties.update(part.get("properties", {}))
+        required.extend(r for r in part.get("required", []) if r not in required)
+    if required:
+        merged["required"] = required
+    merged["properties"] = properties
+    return merged
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """Let a schema also accept null, the JSON Schema way."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema = {**schema, "type": [kind, "null"]}
+        if "enum" in schema and None not in schema["enum"]:
+            schema["enum"] = [*schema["enum"], None]
+        return schema
+    if isinstance(kind, list):
+        return schema if "null" in kind else {**schema, "type": [*kind, "null"]}
+    return {"anyOf": [schema, {"type": "null"}]}

@@ -1,0 +1,169 @@
+"""Streamable HTTP at /mcp on the main server, bearer-protected, with RFC 9728 metadata."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from typing import Any
+
+import anyio.to_thread
+import httpx
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memory_bank.auth import Principal, authenticate
+from memory_bank.errors import (
+    PROBLEM_JSON,
+    ApiError,
+    InsufficientScope,
+    ServiceUnavailable,
+    Unauthorized,
+)
+from memory_bank.mcp import manifest as manifest_module
+from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
+from memory_bank.mcp.server import build_server
+from memory_bank.state import AppState
+
+MCP_PATHS = ("/mcp", "/mcp/")
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+# A key needs one of these to use /mcp at all; each tool's own scope is checked by REST.
+MCP_SCOPES = ("mcp:read", "mcp:write")
+
+# The presented key of the /mcp request being served; tool calls forward it to REST.
+_credential: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "memory_bank_mcp_credential", default=None
+)
+
+
+class McpMiddleware:
+    """Serve /mcp and the protected-resource metadata; pass everything else on."""
+
+    def __init__(self, app: ASGIApp, state: AppState) -> None:
+        self.app = app
+        self.state = state
+        self.manager: StreamableHTTPSessionManager | None = None
+        self._server: Any = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Route one ASGI call."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        if scope["type"] != "http" or (
+            path not in MCP_PATHS and not path.startswith(METADATA_PATH)
+        ):
+            await self.app(scope, receive, send)
+            return
+        if path.startswith(METADATA_PATH):
+            await self._metadata(scope, send)
+            return
+        await self._mcp(scope, receive, send)
+
+    async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the MCP session manager for as long as the app lives (its task group)."""
+        # A fresh manager per lifespan: one instance can only be run once.
+        manager = StreamableHTTPSessionManager(
+            app=self._mcp_server(), stateless=True, json_response=True
+        )
+        async with manager.run():
+            self.manager = manager
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.manager = None
+
+    def _mcp_server(self) -> Any:
+        """The MCP server over this app, calling its REST API in-process."""
+        if self._server is None:
+            app = self.state.extras["connexion_app"]
+            client = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url=IN_PROCESS_BASE, timeout=60
+            )
+            executor = Executor(client, _credential.get)
+            self._server = build_server(manifest_module.load(), executor)
+        return self._server
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the bearer key, then hand the request to the SDK with the key in context."""
+        base = _base_url(scope, self.state)
+        token = _bearer(scope)
+        try:
+            if not token:
+                raise Unauthorized("A valid API key is required (Authorization: Bearer mb_...).")
+            principal: Principal = await anyio.to_thread.run_sync(
+                authenticate, self.state.engine, token
+            )
+            if not any(principal.has(s) for s in MCP_SCOPES):
+                raise InsufficientScope(MCP_SCOPES[0])
+            if self.manager is None:
+                raise ServiceUnavailable("The MCP endpoint is not running (ASGI lifespan is off).")
+        except ApiError as exc:
+            await _problem(send, exc, base)
+            return
+        reset = _credential.set(token)
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            _credential.reset(reset)
+
+    async def _metadata(self, scope: Scope, send: Send) -> None:
+        """RFC 9728 protected-resource metadata for /mcp."""
+        base = _base_url(scope, self.state)
+        body = json.dumps(
+            {
+                "resource": f"{base}/mcp",
+                "resource_name": "memory-bank",
+                "scopes_supported": list(MCP_SCOPES),
+                "bearer_methods_supported": ["header"],
+                "resource_documentation": f"{base}/docs",
+            }
+        ).encode()
+        await _send(send, 200, body, [(b"content-type", b"application/json")])
+
+
+def metadata_url(base: str) -> str:
+    """Where the protected-resource metadata lives."""
+    return f"{base}{METADATA_PATH}"
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The bearer token of a request, if any."""
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            kind, _, token = value.decode("latin-1").partition(" ")
+            if kind.lower() != "bearer":
+                return None
+            return token.strip() or None
+    return None
+
+
+def _base_url(scope: Scope, state: AppState) -> str:
+    """The public base URL: the configured one, else what the request was addressed to."""
+    if state.settings.public_url:
+        return state.settings.public_url.rstrip("/")
+    host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), None)
+    if not host:
+        server = scope.get("server") or ("127.0.0.1", 80)
+        host = f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+async def _problem(send: Send, exc: ApiError, base: str) -> None:
+    """A problem response; 401 and 403 point at the metadata (RFC 9728 section 5.1)."""
+    headers = dict(exc.headers)
+    challenge = headers.get("WWW-Authenticate")
+    if challenge is not None:
+        if isinstance(exc, InsufficientScope):
+            challenge = f'Bearer error="insufficient_scope", scope="{" ".join(MCP_SCOPES)}"'
+        headers["WWW-Authenticate"] = f'{challenge}, resource_metadata="{metadata_url(base)}"'
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    body = json.dumps(exc.body()).encode()
+    await _send(send, exc.status, body, [(b"content-type", PROBLEM_JSON.encode()), *raw])
+
+
+async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    """Send a complete response."""
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

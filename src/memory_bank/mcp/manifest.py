@@ -1,0 +1,80 @@
+"""Load the generated tool manifest and turn its entries into MCP tool definitions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+MANIFEST_PATH = Path(__file__).with_name("manifest.json")
+_BINDING = "x-memory-bank"
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One operation as a tool: its MCP definition and its HTTP binding."""
+
+    name: str
+    definition: dict[str, Any]
+    scopes: tuple[str, ...]
+    method: str
+    path: str
+    arguments: dict[str, dict[str, Any]]
+    success: dict[str, str]
+
+    def tool(self) -> types.Tool:
+        """The MCP tool a host sees."""
+        return types.Tool.model_validate(self.definition)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Every capability, in spec order."""
+
+    capabilities: tuple[Capability, ...]
+    api_version: str
+
+    def get(self, name: str) -> Capability | None:
+        """The capability with this name, if any."""
+        return next((c for c in self.capabilities if c.name == name), None)
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in order."""
+        return [c.name for c in self.capabilities]
+
+
+def parse(data: dict[str, Any]) -> Manifest:
+    """A manifest from its JSON document."""
+    capabilities = []
+    for entry in data["tools"]:
+        binding = entry[_BINDING]
+        http = binding["http"]
+        capabilities.append(
+            Capability(
+                name=entry["name"],
+                definition={k: v for k, v in entry.items() if k != _BINDING},
+                scopes=tuple(binding["scopes"]),
+                method=http["method"],
+                path=http["path"],
+                arguments=http["arguments"],
+                success=http["success"],
+            )
+        )
+    return Manifest(capabilities=tuple(capabilities), api_version=data.get("api_version", ""))
+
+
+def load(path: Path | str | None = None) -> Manifest:
+    """The manifest at a path (default: the one shipped in the package)."""
+    return _load(str(path or MANIFEST_PATH))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> Manifest:
+    """Read and parse a manifest file once per path."""
+    with open(path, encoding="utf-8") as handle:
+        return parse(json.load(handle))

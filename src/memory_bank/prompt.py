@@ -1,0 +1,76 @@
+"""The "## Memory Bank" instructions snippet for agent hosts without MCP, built from the spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The operations the snippet's how-to refers to; each must exist in the spec.
+SAVE, SEARCH, LIST, FETCH, DELETE = (
+    "postMemory",
+    "getMemorySearch",
+    "getMemory",
+    "getMemoryById",
+    "deleteMemoryById",
+)
+
+
+def _operations(spec: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """operationId -> (METHOD, path, operation) for every operation in the spec."""
+    found: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for route, item in spec.get("paths", {}).items():
+        for method, op in item.items():
+            if isinstance(op, dict) and "operationId" in op:
+                found[op["operationId"]] = (method.upper(), route, op)
+    return found
+
+
+def render_prompt(spec: dict[str, Any], base_url: str) -> str:
+    """The snippet as Markdown, with calls spelled against base_url."""
+    ops = _operations(spec)
+    missing = [name for name in (SAVE, SEARCH, LIST, FETCH, DELETE) if name not in ops]
+    if missing:
+        raise ValueError(f"the spec lacks operation(s) the prompt needs: {', '.join(missing)}")
+    base = base_url.rstrip("/")
+
+    def call(name: str) -> str:
+        method, route, _ = ops[name]
+        return f"`{name}` (`{method} {base}{route}`)"
+
+    lines = [
+        "## Memory Bank",
+        "",
+        "You can keep and recall this user's memories in memory-bank. Send "
+        "`Authorization: Bearer <API key>` with every call; JSON in, JSON out. With MCP the "
+        "tools have the same names.",
+        "",
+        "### Save",
+        "- When the user asks you to remember something, or states a fact, decision or "
+        "preference worth keeping, draft ONE crisp, self-contained sentence.",
+        "- Show the draft and ask the user to confirm or edit it. Save only what they confirm.",
+        "- Never store secrets, credentials, passwords, API keys, tokens or personal data "
+        "(health, finances, government ids, other people's contact details).",
+        f'- Save with {call(SAVE)}, body `{{"content": "...", "tags": ["..."]}}`. '
+        "A 202 answer means a person must review it first: tell the user it is pending.",
+        "",
+        "### Recall",
+        f"- Before answering anything that may depend on earlier conversations, search with "
+        f"the user's own words: {call(SEARCH)} with `q=<their words>`. Results come best "
+        "first with a `score`; an empty list means nothing is known.",
+        f"- To fetch one memory by id: {call(FETCH)}.",
+        "",
+        "### List",
+        f"- To browse everything: {call(LIST)}, newest first; pass `next_cursor` as `cursor` "
+        "for the next page.",
+        "",
+        "### Delete",
+        f"- When the user asks you to forget something, find its id with a search, confirm "
+        f"with the user, then {call(DELETE)}. Deleting cannot be undone.",
+        "",
+        "### Operations",
+    ]
+    for name, (method, route, op) in ops.items():
+        if op.get("x-mcp") is False:
+            continue
+        title = op.get("x-mcp-title") or name
+        lines.append(f"- {title}: `{method} {route}` (`{name}`): {op.get('summary', '').strip()}")
+    return "\n".join(lines) + "\n"

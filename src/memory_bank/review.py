@@ -1,0 +1,211 @@
+"""Human review: when a save becomes a draft, and confirming, rejecting or expiring drafts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from memory_bank import cursor
+from memory_bank.auth import Principal
+from memory_bank.errors import DraftNotFound
+from memory_bank.ids import is_id, iso, utcnow
+from memory_bank.memories import parse_new_memory, shape
+from memory_bank.settings import Settings
+from memory_bank.store import drafts as store
+from memory_bank.store import memories as memory_store
+from memory_bank.store import user_settings
+from memory_bank.store.engine import reading, writing
+
+REVIEW_SCOPE = "memory:review"
+SAVED_FOR_REVIEW = "Saved for review: a person must confirm this before it is remembered."
+
+
+def needs_review(engine: Engine, settings: Settings, principal: Principal) -> bool:
+    """Whether this principal's saves must wait for a person (reviewers never wait)."""
+    if principal.has(REVIEW_SCOPE):
+        return False
+    if settings.review_required:
+        return True
+    with reading(engine) as conn:
+        return user_settings.get(conn, principal.user_id).review_required
+
+
+def submit(
+    engine: Engine, settings: Settings, principal: Principal, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Store a save as a pending draft; returns the DraftEnvelope."""
+    content, tags, contexts = parse_new_memory(body)
+    owner = memory_store.Owner(principal.user_id, principal.org_id, principal.source)
+    now = utcnow()
+    expires = now + timedelta(hours=settings.draft_ttl_hours)
+
+    def work(conn: Connection) -> store.DraftRow:
+        store.purge_expired(conn, principal.user_id, now)
+        return store.insert_draft(
+            conn, owner, content, tags, contexts, _actor(principal), now, expires
+        )
+
+    row = writing(engine, work)
+    return {"status": "pending_review", "message": SAVED_FOR_REVIEW, "draft": shape_draft(row)}
+
+
+def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]:
+    """One of the principal's live drafts, or 404 (also once confirmed, rejected or expired)."""
+    _check_id(draft_id)
+    with reading(engine) as conn:
+        row = store.get_draft(conn, principal.user_id, draft_id, utcnow())
+    if row is None:
+        raise DraftNotFound(
+            "No pending draft with this id (it may have been confirmed, rejected or expired)."
+        )
+    return shape_draft(row)
+
+
+def page(
+    engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
+) -> dict[str, Any]:
+    """One page of the principal's review queue, newest first; expired drafts are purged."""
+    before_id = cursor.decode(secret, principal.user_id, after) if after else None
+    now = utcnow()
+    writing(engine, lambda conn: store.purge_expired(conn, principal.user_id, now))
+    with reading(engine) as conn:
+        rows = store.list_drafts(conn, principal.user_id, now, limit + 1, before_id)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = cursor.encode(secret, principal.user_id, rows[-1].id) if more else None
+    return {"drafts": [shape_draft(r) for r in rows], "next_cursor": next_cursor}
+
+
+def confirm(
+    engine: Engine, principal: Principal, draft_id: str, edits: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Turn a draft (optionally with edited content/tags) into a memory, in one transaction."""
+    _check_id(draft_id)
+    edits = edits or {}
+    now = utcnow()
+
+    def work(conn: Connection) -> memory_store.MemoryRow:
+        draft = store.get_draft(conn, principal.user_id, draft_id, now)
+        if draft is None:
+            raise DraftNotFound("No pending draft with this id.")
+        content, tags, _ = parse_new_memory(
+            {"content": edits.get("content", draft.content), "tags": edits.get("tags", draft.tags)}
+        )
+        # The delete decides the race between two reviewers: only one removes the row.
+        if not store.delete_draft(conn, principal.user_id, draft_id):
+            raise DraftNotFound("No pending draft with this id.")
+        memory = memory_store.insert_memory(
+            conn, draft.owner(), content, tags, draft.new_contexts(), created_at=now
+        )
+        edited = content != draft.content or tags != draft.tags
+        action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
+        store.audit(conn, principal.user_id, draft_id, action, _actor(principal), now, memory.id)
+        return memory
+
+    return shape(writing(engine, work))
+
+
+def reject(engine: Engine, principal: Principal, draft_id: str) -> None:
+    """Discard a draft; only the audit row (no content) remains."""
+    _check_id(draft_id)
+    now = utcnow()
+
+    def work(conn: Connection) -> None:
+        if store.get_draft(conn, principal.user_id, draft_id, now) is None:
+            raise DraftNotFound("No pending draft with this id.")
+        if not store.delete_draft(conn, principal.user_id, draft_id):
+            raise DraftNotFound("No pending draft with this id.")
+        store.audit(conn, principal.user_id, draft_id, store.REJECTED, _actor(principal), now)
+
+    writing(engine, work)
+
+
+def sweep(engine: Engine) -> int:
+    """Purge every user's expired drafts (start-up and `memory-bank drafts purge`)."""
+    now = utcnow()
+    with reading(engine) as conn:
+        users = store.users_with_expired(conn, now)
+    purged = 0
+    for user_id in users:
+        purged += writing(engine, _purger(user_id, now))
+    return purged
+
+
+def _purger(user_id: str, now: datetime) -> Callable[[Connection], int]:
+    """A write transaction that purges one user's expired drafts."""
+    return lambda conn: store.purge_expired(conn, user_id, now)
+
+
+def settings_view(engine: Engine, settings: Settings, principal: Principal) -> dict[str, Any]:
+    """The caller's review settings and what is in effect for them."""
+    with reading(engine) as conn:
+        mine = user_settings.get(conn, principal.user_id)
+    return _settings_body(settings, mine.review_required)
+
+
+def change_settings(
+    engine: Engine, settings: Settings, principal: Principal, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Change the caller's own review opt-in."""
+    wanted = body.get("review_required")
+    changed = writing(
+        engine,
+        lambda conn: user_settings.change(conn, principal.user_id, review_required=wanted),
+    )
+    return _settings_body(settings, changed.review_required)
+
+
+def _settings_body(settings: Settings, mine: bool) -> dict[str, Any]:
+    """The UserSettings response."""
+    return {
+        "review_required": mine,
+        "server_review_required": settings.review_required,
+        "review_in_effect": mine or settings.review_required,
+        "draft_ttl_hours": settings.draft_ttl_hours,
+    }
+
+
+def shape_draft(row: store.DraftRow) -> dict[str, Any]:
+    """A draft as the API returns it."""
+    created = iso(row.created_at)
+    return {
+        "id": row.id,
+        "status": "pending_review",
+        "content": row.content,
+        "tags": row.tags,
+        "source": row.source,
+        "scope": "user",
+        "contexts": [_shape_context(c, created) for c in row.contexts],
+        "created_at": created,
+        "expires_at": iso(row.expires_at),
+    }
+
+
+def _shape_context(ctx: dict[str, Any], created: str) -> dict[str, Any]:
+    """A draft's context in the same shape as a memory's."""
+    has_citation = ctx["conversation_id"] is not None or ctx["message_id"] is not None
+    return {
+        "id": ctx["id"],
+        "snippet": ctx["snippet"],
+        "citation": (
+            {"conversation_id": ctx["conversation_id"], "message_id": ctx["message_id"]}
+            if has_citation
+            else None
+        ),
+        "origin": ctx["origin"],
+        "created_at": created,
+    }
+
+
+def _check_id(draft_id: str) -> None:
+    """404 for anything that is not a draft id (no lookup needed)."""
+    if not is_id(draft_id, "mdr"):
+        raise DraftNotFound("No pending draft with this id.")
+
+
+def _actor(principal: Principal) -> store.Actor:
+    """The audit actor for a principal."""
+    return store.Actor(principal.key_id, principal.source)

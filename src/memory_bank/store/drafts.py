@@ -1,0 +1,222 @@
+"""Owner-scoped queries on drafts and their audit trail; every statement filters by user_id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select
+
+from memory_bank.ids import new_id
+from memory_bank.store.memories import NewContext, Owner
+from memory_bank.store.schema import memory_draft, review_audit
+
+# Audit actions, as stored.
+CREATED = "created"
+CONFIRMED = "confirmed"
+EDITED_CONFIRMED = "edited_and_confirmed"
+REJECTED = "rejected"
+EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class DraftRow:
+    """A pending draft, as stored."""
+
+    id: str
+    user_id: str
+    org_id: str | None
+    content: str
+    tags: list[str]
+    contexts: list[dict[str, Any]]
+    source: str
+    created_by_key: str
+    created_at: datetime
+    expires_at: datetime
+
+    def owner(self) -> Owner:
+        """The owner a confirmed memory gets: the draft's user and original source."""
+        return Owner(self.user_id, self.org_id, self.source)
+
+    def new_contexts(self) -> list[NewContext]:
+        """The draft's contexts in the form a memory is written from."""
+        return [
+            NewContext(
+                snippet=c["snippet"],
+                conversation_id=c["conversation_id"],
+                message_id=c["message_id"],
+                origin=c["origin"],
+            )
+            for c in self.contexts
+        ]
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acted on a draft: the credential's id and source (None for the expiry sweep)."""
+
+    key_id: str | None
+    source: str | None
+
+
+def insert_draft(
+    conn: Connection,
+    owner: Owner,
+    content: str,
+    tags: Sequence[str],
+    contexts: Sequence[NewContext],
+    actor: Actor,
+    now: datetime,
+    expires_at: datetime,
+) -> DraftRow:
+    """Store a draft and its 'created' audit row in the caller's transaction."""
+    stored_contexts = [
+        {
+            "id": new_id("mctx"),
+            "snippet": c.snippet,
+            "conversation_id": c.conversation_id,
+            "message_id": c.message_id,
+            "origin": c.origin,
+        }
+        for c in contexts
+    ]
+    row = DraftRow(
+        id=new_id("mdr"),
+        user_id=owner.user_id,
+        org_id=owner.org_id,
+        content=content,
+        tags=list(tags),
+        contexts=stored_contexts,
+        source=owner.source,
+        created_by_key=actor.key_id or "",
+        created_at=now,
+        expires_at=expires_at,
+    )
+    conn.execute(
+        insert(memory_draft).values(
+            id=row.id,
+            user_id=row.user_id,
+            org_id=row.org_id,
+            content=content,
+            tags=json.dumps(row.tags, ensure_ascii=False),
+            contexts=json.dumps(stored_contexts, ensure_ascii=False),
+            source=row.source,
+            created_by_key=row.created_by_key,
+            created_at=now,
+            expires_at=expires_at,
+        )
+    )
+    audit(conn, row.user_id, row.id, CREATED, actor, now)
+    return row
+
+
+def get_draft(conn: Connection, user_id: str, draft_id: str, now: datetime) -> DraftRow | None:
+    """The user's live (unexpired) draft with this id, or None."""
+    found = conn.execute(
+        select(memory_draft).where(
+            memory_draft.c.user_id == user_id,
+            memory_draft.c.id == draft_id,
+            memory_draft.c.expires_at > now,
+        )
+    ).first()
+    return _row(found) if found is not None else None
+
+
+def list_drafts(
+    conn: Connection, user_id: str, now: datetime, limit: int, before_id: str | None
+) -> list[DraftRow]:
+    """One page of the user's live drafts, newest first."""
+    stmt = select(memory_draft).where(
+        memory_draft.c.user_id == user_id, memory_draft.c.expires_at > now
+    )
+    if before_id is not None:
+        stmt = stmt.where(memory_draft.c.id < before_id)
+    rows = conn.execute(stmt.order_by(memory_draft.c.id.desc()).limit(limit)).all()
+    return [_row(r) for r in rows]
+
+
+def delete_draft(conn: Connection, user_id: str, draft_id: str) -> bool:
+    """Remove the user's draft; False when another transaction already did."""
+    result = conn.execute(
+        delete(memory_draft).where(memory_draft.c.user_id == user_id, memory_draft.c.id == draft_id)
+    )
+    return result.rowcount == 1
+
+
+def purge_expired(conn: Connection, user_id: str, now: datetime) -> int:
+    """Delete the user's expired drafts, auditing each; returns how many."""
+    ids = [
+        r.id
+        for r in conn.execute(
+            select(memory_draft.c.id).where(
+                memory_draft.c.user_id == user_id, memory_draft.c.expires_at <= now
+            )
+        ).all()
+    ]
+    gone = 0
+    for draft_id in ids:
+        if delete_draft(conn, user_id, draft_id):
+            audit(conn, user_id, draft_id, EXPIRED, Actor(None, None), now)
+            gone += 1
+    return gone
+
+
+def users_with_expired(conn: Connection, now: datetime) -> list[str]:
+    """Users that have expired drafts: the one cross-user query, for the operator's sweep."""
+    rows = conn.execute(
+        select(memory_draft.c.user_id).where(memory_draft.c.expires_at <= now).distinct()
+    ).all()
+    return [r.user_id for r in rows]
+
+
+def audit(
+    conn: Connection,
+    user_id: str,
+    draft_id: str,
+    action: str,
+    actor: Actor,
+    now: datetime,
+    memory_id: str | None = None,
+) -> None:
+    """Append one audit row."""
+    conn.execute(
+        insert(review_audit).values(
+            id=new_id("rva"),
+            user_id=user_id,
+            draft_id=draft_id,
+            action=action,
+            actor_key_id=actor.key_id,
+            actor_source=actor.source,
+            memory_id=memory_id,
+            at=now,
+        )
+    )
+
+
+def audit_trail(conn: Connection, user_id: str, draft_id: str) -> list[dict[str, Any]]:
+    """The audit rows of one of the user's drafts, oldest first."""
+    rows = conn.execute(
+        select(review_audit)
+        .where(review_audit.c.user_id == user_id, review_audit.c.draft_id == draft_id)
+        .order_by(review_audit.c.id)
+    ).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def _row(r: Any) -> DraftRow:
+    """A draft from a result row."""
+    return DraftRow(
+        id=r.id,
+        user_id=r.user_id,
+        org_id=r.org_id,
+        content=r.content,
+        tags=json.loads(r.tags),
+        contexts=json.loads(r.contexts),
+        source=r.source,
+        created_by_key=r.created_by_key,
+        created_at=r.created_at,
+        expires_at=r.expires_at,
+    )

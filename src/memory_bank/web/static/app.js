@@ -1,0 +1,390 @@
+// The panel's controller: sign-in, memories (list, search, delete with undo), review queue.
+
+import { api, ApiProblem, forgetKey, storedKey, storeKey } from "./api.js";
+import { draftCard, el, memoryCard } from "./render.js";
+import { PendingDelete } from "./undo.js";
+
+const $ = (id) => document.getElementById(id);
+const DEFAULT_UNDO_MS = 5000;
+
+const view = {
+  memoriesCursor: null,
+  draftsCursor: null,
+  query: "",
+  memoriesStale: false,
+  toastTimer: null,
+};
+
+/** The undo window: 5 s unless ?undo_ms= (or data-undo-ms on <body>) asks otherwise (tests). */
+function undoWindow() {
+  const raw = new URLSearchParams(location.search).get("undo_ms") ?? document.body.dataset.undoMs;
+  const ms = Number.parseInt(raw ?? "", 10);
+  return Number.isFinite(ms) ? Math.min(Math.max(ms, 50), 60000) : DEFAULT_UNDO_MS;
+}
+
+const pending = new PendingDelete(undoWindow(), (id, keepalive) => api.deleteMemory(id, keepalive));
+
+// ---- status lines, toast -------------------------------------------------------------------
+
+function setStatus(node, text, { error = false, retry = null } = {}) {
+  node.classList.toggle("error", error);
+  node.replaceChildren(text);
+  if (retry) {
+    const again = el("button", { cls: "quiet", text: "Retry", attrs: { type: "button" } });
+    again.addEventListener("click", retry);
+    node.append(" ", again);
+  }
+}
+
+function toast(text, { undo = false, ms = 4000 } = {}) {
+  clearTimeout(view.toastTimer);
+  $("toast-text").textContent = text;
+  $("toast-undo").hidden = !undo;
+  $("toast").hidden = false;
+  if (!undo) view.toastTimer = setTimeout(() => { $("toast").hidden = true; }, ms);
+}
+
+function hideToast() {
+  clearTimeout(view.toastTimer);
+  $("toast").hidden = true;
+}
+
+/** Show a failed request: sign out on 401, else say what happened where it happened. */
+function report(problem, node, retry) {
+  if (!(problem instanceof ApiProblem)) throw problem;
+  if (problem.status === 401) {
+    signOut("Your key is no longer accepted (revoked or expired). Sign in again.");
+    return;
+  }
+  setStatus(node, problem.detail, { error: true, retry });
+}
+
+// ---- signed-in / signed-out ----------------------------------------------------------------
+
+function show(state) {
+  document.body.dataset.state = state;
+  $("boot").hidden = true;
+  const signedIn = state !== "signed-out";
+  $("signin").hidden = signedIn;
+  $("tabs").hidden = !signedIn;
+  $("account").hidden = !signedIn;
+  $("memories").hidden = state !== "memories";
+  $("review").hidden = state !== "review";
+  for (const [tab, name] of [["tab-memories", "memories"], ["tab-review", "review"]]) {
+    if (state === name) $(tab).setAttribute("aria-current", "page");
+    else $(tab).removeAttribute("aria-current");
+  }
+}
+
+function signOut(message = "") {
+  pending.flush();
+  forgetKey();
+  hideToast();
+  $("memory-list").replaceChildren();
+  $("draft-list").replaceChildren();
+  $("review-count").hidden = true;
+  $("signin-error").textContent = message;
+  $("key-input").value = "";
+  show("signed-out");
+  $("key-input").focus();
+}
+
+async function signInWithKey(event) {
+  event.preventDefault();
+  const key = $("key-input").value.trim();
+  if (!key.startsWith("mb_")) {
+    $("signin-error").textContent = "That does not look like a memory-bank key (they start with mb_).";
+    return;
+  }
+  storeKey(key);
+  $("signin-error").textContent = "";
+  try {
+    await api.listMemories(null);
+  } catch (problem) {
+    forgetKey();
+    $("signin-error").textContent =
+      problem.status === 401 ? "That key was not accepted (unknown, revoked or expired)." : problem.detail;
+    return;
+  }
+  $("key-input").value = "";
+  enter();
+}
+
+/** Trade the one-time code from the link (#signin=...) for a key, and drop it from the URL. */
+async function signInWithLink(code) {
+  history.replaceState(null, "", location.pathname + location.search);
+  try {
+    const session = await api.signIn(code);
+    storeKey(session.key);
+  } catch (problem) {
+    signOut(problem.detail);
+    return;
+  }
+  enter();
+}
+
+function enter() {
+  openMemories(true);
+  refreshReviewCount();
+}
+
+// ---- memories ------------------------------------------------------------------------------
+
+async function openMemories(reload = false) {
+  show("memories");
+  if (reload || view.memoriesStale) await loadMemories(true);
+}
+
+async function loadMemories(reset) {
+  const list = $("memory-list");
+  const status = $("memories-status");
+  if (reset) {
+    view.memoriesCursor = null;
+    view.query = "";
+    $("search-clear").hidden = true;
+  }
+  view.memoriesStale = false;
+  list.setAttribute("aria-busy", "true");
+  setStatus(status, reset ? "Loading memories…" : "Loading more…");
+  // A fresh list must not show a memory whose delete is still waiting: send it first.
+  if (reset) await pending.flush();
+  try {
+    const page = await api.listMemories(reset ? null : view.memoriesCursor);
+    if (reset) list.replaceChildren();
+    for (const memory of page.memories) list.append(memoryCard(memory, { onDelete: deleteMemory }));
+    view.memoriesCursor = page.next_cursor;
+    $("more").hidden = !page.next_cursor;
+    setStatus(status, list.children.length ? "" : "No memories yet. What your agents save shows up here.");
+  } catch (problem) {
+    if (reset) list.replaceChildren();
+    report(problem, status, () => loadMemories(reset));
+  } finally {
+    list.removeAttribute("aria-busy");
+  }
+}
+
+async function search(event) {
+  event.preventDefault();
+  const q = $("search-input").value.trim();
+  if (!q) {
+    loadMemories(true);
+    return;
+  }
+  await pending.flush();
+  const list = $("memory-list");
+  const status = $("memories-status");
+  view.query = q;
+  $("more").hidden = true;
+  $("search-clear").hidden = false;
+  list.setAttribute("aria-busy", "true");
+  setStatus(status, "Searching…");
+  try {
+    const { results } = await api.search(q);
+    list.replaceChildren(...results.map((m) => memoryCard(m, { onDelete: deleteMemory })));
+    const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
+    setStatus(status, results.length ? `${count} “${q}”, best first.` : `No memory matches “${q}”.`);
+  } catch (problem) {
+    list.replaceChildren(); // stale cards under an error would read as results
+    report(problem, status, () => search(event));
+  } finally {
+    list.removeAttribute("aria-busy");
+  }
+}
+
+function deleteMemory(memory, item) {
+  item.hidden = true;
+  pending.start(memory.id, ({ undone, problem }) => {
+    if (undone) {
+      item.hidden = false;
+      toast("Restored.");
+      item.querySelector("button.danger")?.focus();
+      return;
+    }
+    if (problem && problem.status !== 404) {
+      item.hidden = false;
+      if (problem.status === 401) report(problem, $("memories-status"));
+      else toast(`Could not delete: ${problem.detail}`, { ms: 8000 });
+      return;
+    }
+    item.remove();
+    if ($("toast-undo").hidden === false && !pending.current) hideToast();
+    if (!$("memory-list").querySelector("li:not([hidden])") && !view.query) {
+      setStatus($("memories-status"), "No memories yet. What your agents save shows up here.");
+    }
+  });
+  toast("Memory deleted.", { undo: true });
+  $("toast-undo").focus();
+}
+
+// ---- review queue --------------------------------------------------------------------------
+
+async function openReview() {
+  show("review"); // a waiting delete keeps its undo window: the list stays behind this tab
+  await loadDrafts(true);
+}
+
+async function loadDrafts(reset) {
+  const list = $("draft-list");
+  const status = $("review-status");
+  if (reset) view.draftsCursor = null;
+  list.setAttribute("aria-busy", "true");
+  setStatus(status, "Loading drafts…");
+  try {
+    const page = await api.listDrafts(reset ? null : view.draftsCursor);
+    if (reset) list.replaceChildren();
+    for (const draft of page.drafts) {
+      list.append(draftCard(draft, { onConfirm: confirmDraft, onReject: rejectDraft }));
+    }
+    view.draftsCursor = page.next_cursor;
+    $("more-drafts").hidden = !page.next_cursor;
+    updateCount(list.children.length, Boolean(page.next_cursor));
+    setStatus(status, list.children.length ? "" : "Nothing waits for review.");
+  } catch (problem) {
+    if (problem instanceof ApiProblem && problem.code === "insufficient_scope") {
+      setStatus(status, "This key cannot review drafts: it lacks the memory:review scope.", { error: true });
+      return;
+    }
+    if (reset) list.replaceChildren();
+    report(problem, status, () => loadDrafts(reset));
+  } finally {
+    list.removeAttribute("aria-busy");
+  }
+}
+
+async function refreshReviewCount() {
+  try {
+    const page = await api.listDrafts(null);
+    updateCount(page.drafts.length, Boolean(page.next_cursor));
+  } catch {
+    updateCount(0, false); // keys without memory:review simply show no count
+  }
+}
+
+function updateCount(count, more) {
+  const badge = $("review-count");
+  badge.hidden = count === 0;
+  badge.textContent = more ? `${count}+` : String(count);
+  badge.setAttribute("aria-label", `${badge.textContent} waiting`);
+}
+
+function afterDraft(item, message) {
+  const next = item.nextElementSibling || item.previousElementSibling;
+  item.remove();
+  const left = $("draft-list").children.length;
+  updateCount(left, Boolean(view.draftsCursor));
+  if (!left) setStatus($("review-status"), "Nothing waits for review.");
+  toast(message);
+  (next?.querySelector("textarea") || $("tab-review")).focus();
+}
+
+async function confirmDraft(draft, edits, item, error) {
+  for (const b of item.querySelectorAll("button")) b.disabled = true;
+  error.textContent = "";
+  try {
+    await api.confirmDraft(draft.id, Object.keys(edits).length ? edits : undefined);
+    view.memoriesStale = true;
+    afterDraft(item, "Confirmed: it is now a memory.");
+  } catch (problem) {
+    draftProblem(problem, item, error);
+  }
+}
+
+async function rejectDraft(draft, item, error) {
+  for (const b of item.querySelectorAll("button")) b.disabled = true;
+  error.textContent = "";
+  try {
+    await api.rejectDraft(draft.id);
+    afterDraft(item, "Rejected: the draft was discarded.");
+  } catch (problem) {
+    draftProblem(problem, item, error);
+  }
+}
+
+function draftProblem(problem, item, error) {
+  if (problem instanceof ApiProblem && problem.status === 404) {
+    afterDraft(item, "That draft is gone: confirmed elsewhere, rejected or expired.");
+    return;
+  }
+  for (const b of item.querySelectorAll("button")) b.disabled = false;
+  if (problem instanceof ApiProblem && problem.status === 401) {
+    report(problem, error);
+    return;
+  }
+  error.textContent = problem.detail || String(problem);
+}
+
+// ---- copy prompt ---------------------------------------------------------------------------
+
+async function copyPrompt() {
+  const button = $("copy-prompt");
+  let text;
+  try {
+    text = await api.prompt();
+  } catch (problem) {
+    if (problem instanceof ApiProblem && problem.status === 404) {
+      toast("This server does not serve the Memory Bank prompt yet (GET /v1/memory/prompt).", { ms: 8000 });
+    } else if (problem instanceof ApiProblem && problem.status === 401) {
+      report(problem, $("memories-status"));
+    } else {
+      toast(`Could not fetch the prompt: ${problem.detail}`, { ms: 8000 });
+    }
+    return;
+  }
+  button.dataset.copiedChars = String(text.length);
+  try {
+    await navigator.clipboard.writeText(text);
+    toast("Prompt copied. Paste it into your agent's instructions.");
+  } catch {
+    // No clipboard permission (e.g. plain http on another host): let the person copy by hand.
+    $("prompt-text").value = text;
+    $("prompt-dialog").showModal();
+    $("prompt-text").select();
+  }
+}
+
+// ---- wiring --------------------------------------------------------------------------------
+
+function wire() {
+  $("signin-form").addEventListener("submit", signInWithKey);
+  $("search-form").addEventListener("submit", search);
+  $("search-clear").addEventListener("click", () => {
+    $("search-input").value = "";
+    loadMemories(true);
+    $("search-input").focus();
+  });
+  $("more").addEventListener("click", () => loadMemories(false));
+  $("more-drafts").addEventListener("click", () => loadDrafts(false));
+  $("tab-memories").addEventListener("click", () => openMemories(false));
+  $("tab-review").addEventListener("click", openReview);
+  $("sign-out").addEventListener("click", () => signOut("Signed out."));
+  $("copy-prompt").addEventListener("click", copyPrompt);
+  $("toast-undo").addEventListener("click", () => {
+    if (!pending.undo()) hideToast();
+  });
+  // Leaving the page closes the undo window: send the waiting delete so it is not lost.
+  window.addEventListener("pagehide", () => pending.flush(true));
+  window.addEventListener("beforeunload", () => pending.flush(true));
+}
+
+function linkCode() {
+  return new URLSearchParams(location.hash.slice(1)).get("signin");
+}
+
+function boot() {
+  wire();
+  // A sign-in link pasted into a tab that already shows the panel only changes the fragment.
+  window.addEventListener("hashchange", () => {
+    const code = linkCode();
+    if (code) signInWithLink(code);
+  });
+  const code = linkCode();
+  if (code) {
+    signInWithLink(code);
+  } else if (storedKey()) {
+    enter();
+  } else {
+    signOut("");
+  }
+}
+
+boot();

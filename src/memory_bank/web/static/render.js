@@ -1,0 +1,122 @@
+// DOM builders. Everything a user or agent stored goes in through textContent, never as HTML.
+
+/** An element with optional class, text and attributes, and child nodes. */
+export function el(tag, { cls, text, attrs } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+/** A <time> showing local time, with the exact UTC value as its machine value and tooltip. */
+export function when(iso, label) {
+  const date = new Date(iso);
+  const shown = Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  return el("span", { cls: "when" }, [
+    `${label} `,
+    el("time", { text: shown, attrs: { datetime: iso, title: iso } }),
+  ]);
+}
+
+/** A short, plain-text stand-in for a long content, for button labels. */
+export function gist(text, size = 48) {
+  const flat = String(text).replace(/\s+/g, " ").trim();
+  return flat.length > size ? `${flat.slice(0, size - 1)}…` : flat;
+}
+
+function tagList(tags) {
+  if (!tags.length) return null;
+  return el("ul", { cls: "tags", attrs: { "aria-label": "Tags" } },
+    tags.map((tag) => el("li", { cls: "tag", text: tag })));
+}
+
+function contextList(contexts) {
+  if (!contexts.length) return null;
+  const items = contexts.map((ctx) => {
+    const facts = [];
+    if (ctx.citation) {
+      const parts = [];
+      if (ctx.citation.conversation_id) parts.push(`conversation ${ctx.citation.conversation_id}`);
+      if (ctx.citation.message_id) parts.push(`message ${ctx.citation.message_id}`);
+      facts.push(el("span", { cls: "cite", text: `Cited: ${parts.join(", ")}` }));
+    }
+    if (ctx.origin) facts.push(el("span", { cls: "origin", text: ctx.origin.replace(/_/g, " ") }));
+    return el("li", { cls: "context" }, [
+      el("blockquote", { text: ctx.snippet }),
+      facts.length ? el("p", { cls: "meta" }, facts) : null,
+    ]);
+  });
+  const label = contexts.length === 1 ? "1 context" : `${contexts.length} contexts`;
+  return el("details", { cls: "contexts" }, [
+    el("summary", { text: label }),
+    el("ul", {}, items),
+  ]);
+}
+
+/** One memory as a list item; `score` is shown for search results. */
+export function memoryCard(memory, { onDelete }) {
+  const meta = [
+    el("span", { cls: "source", text: `from ${memory.source}` }),
+    when(memory.created_at, "saved"),
+  ];
+  if (memory.updated_at !== memory.created_at) meta.push(when(memory.updated_at, "updated"));
+  if (typeof memory.score === "number") {
+    meta.unshift(el("span", { cls: "score", text: `score ${memory.score.toFixed(3)}` }));
+  }
+  const remove = el("button", {
+    cls: "danger",
+    text: "Delete",
+    attrs: { type: "button", "aria-label": `Delete memory: ${gist(memory.content)}` },
+  });
+  remove.addEventListener("click", () => onDelete(memory, item));
+  const item = el("li", { cls: "card memory", attrs: { "data-id": memory.id } }, [
+    el("p", { cls: "content", text: memory.content }),
+    tagList(memory.tags),
+    el("p", { cls: "meta" }, meta),
+    contextList(memory.contexts),
+    el("div", { cls: "card-actions" }, [remove]),
+  ]);
+  return item;
+}
+
+/** One draft with editable content and tags, and confirm / reject buttons. */
+export function draftCard(draft, { onConfirm, onReject }) {
+  const contentId = `content-${draft.id}`;
+  const tagsId = `tags-${draft.id}`;
+  const content = el("textarea", { attrs: { id: contentId, rows: "3", maxlength: "8000" } });
+  content.value = draft.content;
+  const tags = el("input", {
+    attrs: { id: tagsId, type: "text", "aria-describedby": `${tagsId}-hint` },
+  });
+  tags.value = draft.tags.join(", ");
+  const confirm = el("button", { text: "Confirm", attrs: { type: "button" } });
+  const reject = el("button", { cls: "danger", text: "Reject", attrs: { type: "button" } });
+  const error = el("p", { cls: "error", attrs: { role: "alert" } });
+  const item = el("li", { cls: "card draft", attrs: { "data-id": draft.id } }, [
+    el("label", { text: "Draft", attrs: { for: contentId } }),
+    content,
+    el("label", { text: "Tags", attrs: { for: tagsId } }),
+    tags,
+    el("p", { cls: "hint", text: "Separate tags with commas.", attrs: { id: `${tagsId}-hint` } }),
+    el("p", { cls: "meta" }, [
+      el("span", { cls: "source", text: `from ${draft.source}` }),
+      when(draft.created_at, "saved"),
+      when(draft.expires_at, "expires"),
+    ]),
+    contextList(draft.contexts),
+    error,
+    el("div", { cls: "card-actions" }, [confirm, reject]),
+  ]);
+  const edits = () => {
+    const changed = {};
+    if (content.value.trim() !== draft.content) changed.content = content.value;
+    const newTags = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
+    if (newTags.join("\u0000") !== draft.tags.join("\u0000")) changed.tags = newTags;
+    return changed;
+  };
+  confirm.addEventListener("click", () => onConfirm(draft, edits(), item, error));
+  reject.addEventListener("click", () => onReject(draft, item, error));
+  return item;
+}

@@ -1,0 +1,214 @@
+"""Bad input: each a clear 4xx problem that changes nothing, never a 500.
+
+Cases are looped inside a test (one service per engine) rather than parametrized, to keep
+the suite quick; each assertion names its case.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from contract import assert_problem, row_counts
+
+OPERATORS = ["+", "-", "<", ">", "(", ")", "~", "*", '"', "@"]
+
+
+@pytest.fixture
+def seeded(service):
+    """The service with one saved memory for alice, and alice's headers."""
+    headers = service.auth()
+    r = service.client.post(
+        "/v1/memory",
+        json={"content": "Acme is our preferred vendor", "tags": ["vendors"]},
+        headers=headers,
+    )
+    assert r.status_code == 201
+    return service, headers
+
+
+def _post_raw(service, headers, body: bytes, content_type: str | None):
+    extra = {"Content-Type": content_type} if content_type else {}
+    return service.client.post("/v1/memory", content=body, headers={**headers, **extra})
+
+
+def _unchanged(service, before, case):
+    assert row_counts(service.engine) == before, case
+
+
+def test_malformed_json_is_400(seeded):
+    service, headers = seeded
+    before = row_counts(service.engine)
+    for body in (b"{bad", b'{"content": "x",}', b"", b"\xff\xfe\x00", b'{"content": "x"} tail'):
+        r = _post_raw(service, headers, body, "application/json")
+        assert_problem(r, 400, "invalid_request")
+        _unchanged(service, before, body)
+
+
+def test_wrong_or_missing_content_type_is_415(seeded):
+    service, headers = seeded
+    before = row_counts(service.engine)
+    body = json.dumps({"content": "x"}).encode()
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "text/json", None):
+        r = _post_raw(service, headers, body, content_type)
+        assert_problem(r, 415, "unsupported_media_type")
+        _unchanged(service, before, content_type)
+
+
+def test_json_with_charset_is_fine(seeded):
+    service, headers = seeded
+    r = _post_raw(service, headers, b'{"content": "charset ok"}', "application/json; charset=utf-8")
+    assert r.status_code == 201
+
+
+def test_body_over_the_cap_is_413(make_service):
+    service = make_service(max_body_bytes=2048)
+    headers = service.auth()
+    before = row_counts(service.engine)
+    r = service.client.post("/v1/memory", json={"content": "x" * 4000}, headers=headers)
+    assert_problem(r, 413, "payload_too_large")
+    assert row_counts(service.engine) == before
+    # Just under the cap is still fine.
+    r = service.client.post("/v1/memory", json={"content": "x" * 1900}, headers=headers)
+    assert r.status_code == 201
+
+
+def test_default_cap_is_one_mebibyte(seeded):
+    service, headers = seeded
+    before = row_counts(service.engine)
+    padding = " " * (1024 * 1024)
+    r = _post_raw(
+        service, headers, ('{"content": "x"' + padding + "}").encode(), "application/json"
+    )
+    assert_problem(r, 413, "payload_too_large")
+    assert row_counts(service.engine) == before
+
+
+def test_nul_bytes_are_400(seeded):
+    service, headers = seeded
+    before = row_counts(service.engine)
+    cases = [
+        ({"content": "a\x00b"}, "content"),
+        ({"content": "ok", "tags": ["a\x00"]}, "tags.0"),
+        ({"content": "ok", "contexts": [{"snippet": "\x00"}]}, "contexts.0.snippet"),
+        (
+            {"content": "ok", "contexts": [{"snippet": "s", "conversation_id": "c\x00"}]},
+            "contexts.0.conversation_id",
+        ),
+        (
+            {"content": "ok", "contexts": [{"snippet": "s", "message_id": "\x00m"}]},
+            "contexts.0.message_id",
+        ),
+    ]
+    for body, field in cases:
+        r = service.client.post("/v1/memory", json=body, headers=headers)
+        doc = assert_problem(r, 400, "invalid_request", field)
+        assert "NUL" in doc["detail"], field
+        _unchanged(service, before, field)
+    r = service.client.get("/v1/memory/search", params={"q": "acme\x00"}, headers=headers)
+    assert_problem(r, 400, "invalid_request", "q")
+
+
+def test_unknown_body_fields_are_400(seeded):
+    service, headers = seeded
+    before = row_counts(service.engine)
+    cases = [
+        ({"content": "x", "colour": "red"}, "colour"),
+        ({"content": "x", "contexts": [{"snippet": "s", "url": "u"}]}, "contexts.0.url"),
+        ({"content": "x", "id": "mem_forced"}, "id"),
+        ({"content": "x", "user_id": "bob"}, "user_id"),
+    ]
+    for body, field in cases:
+        r = service.client.post("/v1/memory", json=body, headers=headers)
+        assert_problem(r, 400, "invalid_request", field)
+        _unchanged(service, before, field)
+
+
+def test_wrong_json_types_are_400(seeded):
+    service, headers = seeded
+    before = row_counts(service.engine)
+    bodies = [
+        ["content"],
+        "content",
+        42,
+        None,
+        {"content": 5},
+        {"content": "x", "tags": "a"},
+        {"content": "x", "contexts": [{"snippet": "s", "origin": "made_up"}]},
+    ]
+    for body in bodies:
+        r = _post_raw(service, headers, json.dumps(body).encode(), "application/json")
+        assert_problem(r, 400, "invalid_request")
+        _unchanged(service, before, body)
+
+
+def test_unknown_query_params_are_400(seeded):
+    service, headers = seeded
+    for path, params, field in (
+        ("/v1/memory", {"page": "2"}, "page"),
+        ("/v1/memory/search", {"q": "acme", "user_id": "bob"}, "user_id"),
+    ):
+        r = service.client.get(path, params=params, headers=headers)
+        assert_problem(r, 400, "invalid_request", field)
+
+
+def test_fulltext_operators_in_query_are_plain_text(seeded):
+    service, headers = seeded
+    for op in OPERATORS:
+        for q in (op, f"{op}acme", f"acme {op}vendor{op}", op * 20):
+            r = service.client.get("/v1/memory/search", params={"q": q}, headers=headers)
+            assert r.status_code == 200, (q, r.text)
+            found = [m["content"] for m in r.json()["results"]]
+            assert found == (["Acme is our preferred vendor"] if "acme" in q else []), q
+    q = '+acme -"vendor" <pre>ferred (our) ~x* @home'
+    r = service.client.get("/v1/memory/search", params={"q": q}, headers=headers)
+    assert [m["content"] for m in r.json()["results"]] == ["Acme is our preferred vendor"]
+
+
+def test_stopword_or_punctuation_query_is_empty_200(seeded):
+    service, headers = seeded
+    for q in ("the of and a", "is it?", "?!...", "---", "((()))", "🙂", "。、"):
+        r = service.client.get("/v1/memory/search", params={"q": q}, headers=headers)
+        assert r.status_code == 200, (q, r.text)
+        assert r.json() == {"results": []}, q
+
+
+def test_forged_cursor_is_400(seeded):
+    service, headers = seeded
+    for cursor in ("abc.def", "!!!", "bWVtXzAx", "bWVtXzAx.AAAAAAAAAAAAAAAA", ".", "é.é"):
+        r = service.client.get("/v1/memory", params={"cursor": cursor}, headers=headers)
+        assert_problem(r, 400, "invalid_cursor", "cursor")
+    r = service.client.get("/v1/memory", params={"cursor": "x" * 257}, headers=headers)
+    assert_problem(r, 400, "invalid_request", "cursor")
+
+
+def test_cursor_edited_or_from_another_user_is_400(seeded):
+    service, headers = seeded
+    for i in range(3):
+        service.client.post("/v1/memory", json={"content": f"m{i}"}, headers=headers)
+    cursor = service.client.get("/v1/memory", params={"limit": 1}, headers=headers).json()[
+        "next_cursor"
+    ]
+    mac = cursor.partition(".")[2]
+    forged = base64.urlsafe_b64encode(b"mem_ZZZZZZZZZZZZZZZZZZZZZZZZZZ").decode().rstrip("=")
+    r = service.client.get("/v1/memory", params={"cursor": f"{forged}.{mac}"}, headers=headers)
+    assert_problem(r, 400, "invalid_cursor", "cursor")
+    r = service.client.get("/v1/memory", params={"cursor": cursor}, headers=service.auth("bob"))
+    assert_problem(r, 400, "invalid_cursor", "cursor")
+    # The genuine cursor still works for its owner.
+    r = service.client.get("/v1/memory", params={"cursor": cursor}, headers=headers)
+    assert r.status_code == 200
+
+
+def test_unknown_ids_are_404_and_delete_changes_nothing(seeded):
+    service, headers = seeded
+    before = row_counts(service.engine)
+    for mid in ("nope", "mem_", "mem_" + "Z" * 26, "MEM_01ABC", "m" * 64, "mem_%00"):
+        for method in ("get", "delete"):
+            r = getattr(service.client, method)(f"/v1/memory/{mid}", headers=headers)
+            assert_problem(r, 404, "memory_not_found")
+        _unchanged(service, before, mid)
+    r = service.client.get("/v1/memory/" + "m" * 65, headers=headers)
+    assert_problem(r, 400, "invalid_request", "id")

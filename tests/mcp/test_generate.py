@@ -1,0 +1,193 @@
+"""The spec -> manifest generator: shapes, schemas, annotations, bindings, naming rules."""
+
+from __future__ import annotations
+
+import pytest
+from jsonschema import Draft202012Validator
+from mcp_helpers import assert_standalone_schema, refs_in, spec_copy
+
+from memory_bank.mcp.generate import MAX_DESCRIPTION, SpecError, build_manifest, render
+from memory_bank.mcp.manifest import MANIFEST_PATH
+
+EXPECTED = [
+    "postMemory",
+    "getMemory",
+    "getMemorySearch",
+    "getMemoryDraftById",
+    "getMemoryById",
+    "deleteMemoryById",
+]
+
+
+def tools_by_name(spec=None):
+    manifest = build_manifest(spec or spec_copy())
+    return {t["name"]: t for t in manifest["tools"]}
+
+
+def test_one_tool_per_operation_not_marked_off():
+    names = list(tools_by_name())
+    assert names == EXPECTED  # probes, prompt and the human review operations are x-mcp: false
+
+
+def test_every_schema_stands_alone_and_is_valid():
+    for tool in tools_by_name().values():
+        assert_standalone_schema(tool["inputSchema"])
+        assert tool["inputSchema"]["type"] == "object"
+        assert tool["inputSchema"]["additionalProperties"] is False
+        if "outputSchema" in tool:
+            assert_standalone_schema(tool["outputSchema"])
+            assert tool["outputSchema"]["type"] == "object"
+        assert 0 < len(tool["description"]) <= MAX_DESCRIPTION
+
+
+def test_input_merges_path_query_body_and_keeps_limits():
+    tools = tools_by_name()
+    post = tools["postMemory"]["inputSchema"]
+    assert post["required"] == ["content"]
+    assert post["properties"]["content"]["maxLength"] == 8000
+    assert post["properties"]["tags"]["maxItems"] == 32
+    assert post["properties"]["tags"]["items"]["maxLength"] == 64
+    snippet = post["properties"]["contexts"]["items"]["properties"]["snippet"]
+    assert snippet["maxLength"] == 4000
+    # Ignored compatibility fields are marked x-mcp: false and are no arguments.
+    assert "scope" not in post["properties"] and "source" not in post["properties"]
+    search = tools["getMemorySearch"]
+    assert search["inputSchema"]["required"] == ["q"]
+    assert search["inputSchema"]["properties"]["limit"]["maximum"] == 50
+    assert search["x-memory-bank"]["http"] == {
+        "method": "GET",
+        "path": "/v1/memory/search",
+        "arguments": {"q": {"in": "query", "name": "q"}, "limit": {"in": "query", "name": "limit"}},
+        "success": {"200": "json"},
+    }
+    by_id = tools["getMemoryById"]
+    assert by_id["inputSchema"]["required"] == ["id"]
+    assert by_id["x-memory-bank"]["http"]["arguments"] == {"id": {"in": "path", "name": "id"}}
+    assert tools["postMemory"]["x-memory-bank"]["scopes"] == ["mcp:write"]
+    assert tools["getMemory"]["x-memory-bank"]["scopes"] == ["mcp:read"]
+
+
+def test_nullable_becomes_json_schema_null():
+    origin = tools_by_name()["postMemory"]["inputSchema"]["properties"]["contexts"]["items"][
+        "properties"
+    ]["origin"]
+    assert origin["type"] == ["string", "null"]
+    validator = Draft202012Validator(origin)
+    assert validator.is_valid(None) and validator.is_valid("active_conversation")
+    assert not validator.is_valid("elsewhere")
+
+
+def test_annotations_follow_the_method():
+    tools = tools_by_name()
+    for name in ("getMemory", "getMemorySearch", "getMemoryById"):
+        assert tools[name]["annotations"]["readOnlyHint"] is True
+        assert tools[name]["annotations"]["openWorldHint"] is False
+    delete = tools["deleteMemoryById"]["annotations"]
+    assert delete["destructiveHint"] is True and delete["idempotentHint"] is True
+    assert delete["readOnlyHint"] is False and delete["openWorldHint"] is False
+    create = tools["postMemory"]["annotations"]
+    assert create["destructiveHint"] is False and create["idempotentHint"] is False
+    assert create["title"] == "Save a memory" == tools["postMemory"]["title"]
+
+
+def test_output_schema_accepts_both_saved_and_pending_answers():
+    schema = tools_by_name()["postMemory"]["outputSchema"]
+    validator = Draft202012Validator(schema)
+    memory = {
+        "id": "mem_1",
+        "content": "c",
+        "tags": [],
+        "source": "s",
+        "scope": "user",
+        "created_at": "2026-12-02T09:31:54.123Z",
+        "updated_at": "2026-12-02T09:31:54.123Z",
+        "contexts": [],
+    }
+    draft = {
+        "id": "mdr_1",
+        "status": "pending_review",
+        "content": "c",
+        "tags": [],
+        "source": "s",
+        "scope": "user",
+        "contexts": [],
+        "created_at": "2026-12-02T09:31:54.123Z",
+        "expires_at": "2026-12-09T09:31:54.123Z",
+    }
+    assert validator.is_valid({"memory": memory})
+    assert validator.is_valid({"status": "pending_review", "message": "m", "draft": draft})
+    assert not validator.is_valid({"something": "else"})
+
+
+def test_search_results_merge_memory_and_score():
+    results = tools_by_name()["getMemorySearch"]["outputSchema"]["properties"]["results"]
+    item = results["items"]
+    assert "allOf" not in item
+    assert "score" in item["properties"] and "content" in item["properties"]
+    assert "score" in item["required"] and "id" in item["required"]
+
+
+def test_delete_without_body_describes_what_the_executor_returns():
+    schema = tools_by_name()["deleteMemoryById"]["outputSchema"]
+    assert Draft202012Validator(schema).is_valid({"ok": True, "status": 204, "id": "mem_1"})
+    assert tools_by_name()["deleteMemoryById"]["x-memory-bank"]["http"]["success"] == {
+        "204": "empty"
+    }
+
+
+def test_a_name_in_two_places_keeps_path_then_query_then_body():
+    spec = spec_copy()
+    spec["paths"]["/v1/books/{id}"] = {
+        "put": {
+            "operationId": "putBook",
+            "summary": "Replace a book.",
+            "parameters": [
+                {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                {"name": "id", "in": "query", "schema": {"type": "integer"}},
+                {"name": "title", "in": "query", "schema": {"type": "string"}},
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["title"],
+                            "properties": {"title": {"type": "string"}, "id": {"type": "string"}},
+                        }
+                    }
+                },
+            },
+            "responses": {"200": {"description": "ok"}},
+        }
+    }
+    tool = tools_by_name(spec)["putBook"]
+    assert tool["x-memory-bank"]["http"]["arguments"] == {
+        "id": {"in": "path", "name": "id"},
+        "query_id": {"in": "query", "name": "id"},
+        "title": {"in": "query", "name": "title"},
+        "body_title": {"in": "body", "name": "title"},
+        "body_id": {"in": "body", "name": "id"},
+    }
+    assert tool["inputSchema"]["required"] == ["id", "body_title"]
+    assert tool["annotations"]["idempotentHint"] is True
+
+
+def test_broken_specs_fail_loudly():
+    spec = spec_copy()
+    spec["paths"]["/v1/memory"]["get"]["description"] = "word " * MAX_DESCRIPTION
+    with pytest.raises(SpecError, match="getMemory"):
+        build_manifest(spec)
+    spec = spec_copy()
+    spec["paths"]["/v1/memory"]["get"]["responses"]["200"]["content"]["application/json"][
+        "schema"
+    ] = {"$ref": "#/components/schemas/Nope"}
+    with pytest.raises(SpecError, match="does not resolve"):
+        build_manifest(spec)
+
+
+def test_output_is_deterministic_and_matches_the_shipped_manifest():
+    first = render(build_manifest(spec_copy()))
+    assert first == render(build_manifest(spec_copy()))
+    assert MANIFEST_PATH.read_text(encoding="utf-8") == first
+    assert refs_in(first) == []

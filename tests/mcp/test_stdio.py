@@ -1,0 +1,126 @@
+"""`memory-bank mcp` over stdio with the official SDK client, on both engines."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+from mcp_helpers import TOOLS, assert_standalone_schema, payload
+
+from mcp import Client, StdioServerParameters
+from memory_bank.mcp.stdio import LOCAL_USER, SESSION_LABEL
+from memory_bank.store import keys
+from memory_bank.store.engine import make_engine, writing
+from memory_bank.store.migrate import migrate
+
+
+def stdio_server(database_url: str, key: str | None = None) -> StdioServerParameters:
+    """Parameters that spawn `python -m memory_bank.cli mcp` on a database."""
+    env = {
+        **os.environ,
+        "MEMORY_BANK_DATABASE_URL": database_url,
+        "MEMORY_BANK_LOG_LEVEL": "warning",
+    }
+    env.pop("MEMORY_BANK_MCP_KEY", None)
+    if key:
+        env["MEMORY_BANK_MCP_KEY"] = key
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "memory_bank.cli", "mcp"], env=env
+    )
+
+
+def check_tool_list(tools) -> None:
+    """Names, standalone valid schemas and annotations, as a host sees them."""
+    by_name = {t.name: t for t in tools}
+    assert list(by_name) == TOOLS
+    for tool in tools:
+        assert_standalone_schema(tool.input_schema)
+        if tool.output_schema is not None:
+            assert_standalone_schema(tool.output_schema)
+        assert tool.annotations.open_world_hint is False
+        assert tool.description and len(tool.description) < 600
+    for name in ("getMemory", "getMemorySearch", "getMemoryById", "search_capabilities"):
+        assert by_name[name].annotations.read_only_hint is True
+    delete = by_name["deleteMemoryById"].annotations
+    assert delete.destructive_hint is True and delete.idempotent_hint is True
+    save = by_name["postMemory"].annotations
+    assert save.destructive_hint is False and save.idempotent_hint is False
+
+
+async def search_first_flow(client: Client, other_users_id: str) -> None:
+    """Find the tool, save, find, isolate, reject bad input, delete — all through MCP."""
+    found = await client.call_tool("search_capabilities", {"query": "save a memory"})
+    assert found.structured_content["results"][0]["name"] == "postMemory"
+
+    saved = await client.call_tool(
+        "execute_capability",
+        {
+            "name": "postMemory",
+            "arguments": {"content": "We picked Acme for the widget contract.", "tags": ["acme"]},
+        },
+    )
+    assert not saved.is_error, saved.content
+    memory = saved.structured_content["memory"]
+    assert memory["content"] == "We picked Acme for the widget contract."
+
+    hits = await client.call_tool("getMemorySearch", {"q": "what do I know about Acme"})
+    assert [r["id"] for r in hits.structured_content["results"]] == [memory["id"]]
+
+    theirs = await client.call_tool("getMemoryById", {"id": other_users_id})
+    assert theirs.is_error and payload(theirs)["code"] == "memory_not_found"
+    gone = await client.call_tool("deleteMemoryById", {"id": other_users_id})
+    assert gone.is_error and payload(gone)["status"] == 404
+
+    bad = await client.call_tool("postMemory", {"content": 42})
+    assert bad.is_error and payload(bad)["field"] == "content"
+    blank = await client.call_tool("postMemory", {"content": "   "})  # caught by REST itself
+    assert blank.is_error and payload(blank)["field"] == "content"
+    deep = await client.call_tool("postMemory", {"content": "x", "contexts": [{"snippet": ""}]})
+    assert deep.is_error and payload(deep)["field"] == "contexts[0].snippet"
+
+    deleted = await client.call_tool("deleteMemoryById", {"id": memory["id"]})
+    assert deleted.structured_content == {"ok": True, "status": 204, "id": memory["id"]}
+    after = await client.call_tool("getMemorySearch", {"q": "Acme"})
+    assert after.structured_content == {"results": []}
+
+
+def test_stdio_lists_tools_and_runs_the_search_first_flow(service, database_url):
+    bob = service.client.post(
+        "/v1/memory", json={"content": "Bob's private plan"}, headers=service.auth("bob")
+    )
+    assert bob.status_code == 201
+
+    async def run() -> None:
+        async with Client(stdio_server(database_url)) as client:
+            check_tool_list((await client.list_tools()).tools)
+            await search_first_flow(client, bob.json()["memory"]["id"])
+
+    anyio.run(run)
+    with service.engine.connect() as conn:
+        session_keys = [k for k in keys.list_keys(conn, LOCAL_USER) if k.label == SESSION_LABEL]
+    assert len(session_keys) == 1 and session_keys[0].revoked_at is not None
+    # Bob's memory survived the other user's delete attempt.
+    assert service.client.get("/v1/memory", headers=service.auth("bob")).json()["memories"]
+
+
+def test_stdio_read_only_key_cannot_write(tmp_path):
+    # Scope checks are storage-independent (the HTTP tests run this on both engines).
+    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
+    engine = make_engine(database_url)
+    migrate(engine)
+    read_only, _ = writing(
+        engine, lambda conn: keys.create_key(conn, "local", ("mcp:read",), "test-suite")
+    )
+    engine.dispose()
+
+    async def run() -> None:
+        async with Client(stdio_server(database_url, key=read_only), mode="legacy") as client:
+            denied = await client.call_tool("postMemory", {"content": "Should not be saved"})
+            assert denied.is_error
+            assert payload(denied)["code"] == "insufficient_scope"
+            assert payload(denied)["required_scope"] == "mcp:write"
+            listed = await client.call_tool("getMemory", {"limit": 5})
+            assert not listed.is_error and listed.structured_content["memories"] == []
+
+    anyio.run(run)

@@ -1,0 +1,1 @@
+"""Tests of the panel, its sign-in and its routes (memory_bank.web)."""
