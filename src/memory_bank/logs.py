@@ -24,15 +24,15 @@ log = logging.getLogger(ACCESS_LOGGER)
 
 
 def configure_access_log(level: str) -> None:
-    """Send access lines to stderr as bare JSON (once per process)."""
+    """Send access lines to stderr as bare JSON (the handler once per process)."""
+    log.setLevel(level.upper())
+    log.propagate = False
     if any(getattr(h, "_memory_bank", False) for h in log.handlers):
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler._memory_bank = True  # type: ignore[attr-defined]
     log.addHandler(handler)
-    log.setLevel(level.upper())
-    log.propagate = False
 
 
 def request_id(scope: Scope) -> str:

@@ -12,7 +12,7 @@ from memory_bank import cursor
 from memory_bank.auth import Principal
 from memory_bank.errors import DraftNotFound
 from memory_bank.ids import is_id, iso, utcnow
-from memory_bank.memories import parse_new_memory, shape
+from memory_bank.memories import check_quota, parse_new_memory, shape
 from memory_bank.settings import Settings
 from memory_bank.store import drafts as store
 from memory_bank.store import memories as memory_store
@@ -44,6 +44,9 @@ def submit(
 
     def work(conn: Connection) -> store.DraftRow:
         store.purge_expired(conn, principal.user_id, now)
+        # The quota counts waiting drafts too: confirming one then keeps the total unchanged.
+        waiting = store.count_drafts(conn, principal.user_id)
+        check_quota(conn, principal.user_id, settings.max_memories_per_user, 1 + waiting)
         return store.insert_draft(
             conn, owner, content, tags, contexts, _actor(principal), now, expires
         )

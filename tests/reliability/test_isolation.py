@@ -1,6 +1,6 @@
 """Isolation attacks over every operation of the spec: other users' ids, smuggled identity
 fields, tampered cursors. Zero leaks: another user's id answers exactly like one that never
-existed. MCP tools join through ATTACK_SURFACES when /mcp is present."""
+existed. The same attacks run through every MCP tool (ATTACK_SURFACES)."""
 
 from __future__ import annotations
 
@@ -93,6 +93,15 @@ class World:
     ids: dict[str, list[str]] = field(default_factory=dict)
     marker: dict[str, str] = field(default_factory=dict)
 
+    def check_no_victim_data(self, text: str, attacker: str = "alice") -> None:
+        """Nothing of another user's (words or ids) appears in what the attacker got."""
+        for user, marker in self.marker.items():
+            if user == attacker:
+                continue
+            assert marker not in text, f"{user}'s data leaked: {text[:300]}"
+            for mid in self.ids[user]:
+                assert mid not in text, f"{user}'s id leaked: {text[:300]}"
+
 
 def build_world(service: Any) -> World:
     """Create the users, their keys and a few memories each, with distinctive words."""
@@ -157,8 +166,7 @@ def normalised(response: Any, *replace: str) -> tuple[int, dict[str, str], str]:
     return response.status_code, headers, body
 
 
-# A surface runs attacks through one transport. REST is here; when /mcp exists, the MCP helper
-# appends a surface that calls each tool with the same arguments (see docs/reliability.md).
+# A surface runs the attacks through one transport: REST, and MCP (mcp_surface.py).
 Surface = Callable[[World, Figures, str], None]
 ATTACK_SURFACES: list[tuple[str, Surface]] = []
 
@@ -189,13 +197,7 @@ def _minimal_body(op: Operation) -> dict[str, Any] | None:
 
 def assert_no_victim_data(world: World, response: Any, attacker: str) -> None:
     """Nothing of another user's appears in a response."""
-    text = response.text
-    for user, marker in world.marker.items():
-        if user == attacker:
-            continue
-        assert marker not in text, f"{user}'s data leaked: {text[:300]}"
-        for mid in world.ids[user]:
-            assert mid not in text, f"{user}'s id leaked: {text[:300]}"
+    world.check_no_victim_data(response.text, attacker)
 
 
 def rest_attacks(world: World, figures: Figures, engine: str) -> None:
@@ -317,7 +319,15 @@ def _attack_cursors(world: World, figures: Figures, key: str) -> None:
     )
 
 
+def mcp_attacks(world: World, figures: Figures, engine: str) -> None:
+    """The same attacks through every MCP tool (official SDK client, in-process server)."""
+    from mcp_surface import mcp_attacks as run
+
+    run(world, figures, engine, never_existed_like)
+
+
 ATTACK_SURFACES.append(("rest", rest_attacks))
+ATTACK_SURFACES.append(("mcp", mcp_attacks))
 
 
 def _engine(database_url: str) -> str:

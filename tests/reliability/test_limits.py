@@ -74,6 +74,16 @@ def test_quota_refuses_with_409_and_frees_on_delete(make_service):
     )
 
 
+def test_quota_counts_drafts_waiting_for_review(make_service):
+    service = make_service(max_memories_per_user=2, review_required=True)
+    agent = service.auth("alice", scopes=("mcp:read", "mcp:write"))
+    codes = [
+        service.client.post("/v1/memory", json={"content": f"d{i}"}, headers=agent).status_code
+        for i in range(3)
+    ]
+    assert codes == [202, 202, 409]
+
+
 def test_quota_holds_under_concurrent_saves(make_service):
     service = make_service(max_memories_per_user=5)
     alice = service.auth("alice")

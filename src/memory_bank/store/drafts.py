@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import new_id
 from memory_bank.store.memories import NewContext, Owner
@@ -136,6 +136,12 @@ def list_drafts(
         stmt = stmt.where(memory_draft.c.id < before_id)
     rows = conn.execute(stmt.order_by(memory_draft.c.id.desc()).limit(limit)).all()
     return [_row(r) for r in rows]
+
+
+def count_drafts(conn: Connection, user_id: str) -> int:
+    """How many drafts the user has waiting (expired ones included until purged)."""
+    stmt = select(func.count()).select_from(memory_draft).where(memory_draft.c.user_id == user_id)
+    return int(conn.execute(stmt).scalar() or 0)
 
 
 def delete_draft(conn: Connection, user_id: str, draft_id: str) -> bool:
