@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, tuple_
+from sqlalchemy import ColumnElement, Connection, and_, delete, insert, select, tuple_
 
 from memory_bank.ids import new_id, utcnow
 from memory_bank.search import index as search_index
@@ -112,10 +112,8 @@ def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str
     """The user's memories with these ids (others' ids are simply absent)."""
     if not ids:
         return {}
-    # (user_id, id) pairs rather than user_id = ? AND id IN (…): MariaDB then reads just these
-    # rows instead of scanning the user's whole range (measured 3 ms -> 0.7 ms at 10k memories).
     rows = conn.execute(
-        select(memory).where(tuple_(memory.c.user_id, memory.c.id).in_([(user_id, i) for i in ids]))
+        select(memory).where(_owned(conn, memory.c.user_id, memory.c.id, user_id, list(ids)))
     ).all()
     found = {r.id: _row(r) for r in rows}
     _attach_contexts(conn, user_id, found)
@@ -152,6 +150,18 @@ def delete_memory(conn: Connection, user_id: str, memory_id: str) -> bool:
     return True
 
 
+def _owned(
+    conn: Connection, user_col: Any, id_col: Any, user_id: str, ids: list[str]
+) -> ColumnElement[bool]:
+    """user_col = user_id AND id_col IN ids, in the form each engine plans best."""
+    if conn.dialect.name == "sqlite":
+        return and_(user_col == user_id, id_col.in_(ids))
+    # (user_id, id) pairs: MariaDB then reads just these rows instead of scanning the user's whole
+    # range with user_id = ? AND id IN (…) (measured 3-7 ms -> 0.7 ms for a 10k-memory user).
+    # SQLite plans the pair form as a full scan, hence the split.
+    return tuple_(user_col, id_col).in_([(user_id, i) for i in ids])
+
+
 def _attach_contexts(conn: Connection, user_id: str, found: dict[str, MemoryRow]) -> None:
     """Load the contexts of these memories, in their saved order."""
     if not found:
@@ -159,9 +169,7 @@ def _attach_contexts(conn: Connection, user_id: str, found: dict[str, MemoryRow]
     rows = conn.execute(
         select(memory_context)
         .where(
-            tuple_(memory_context.c.user_id, memory_context.c.memory_id).in_(
-                [(user_id, mid) for mid in found]
-            )
+            _owned(conn, memory_context.c.user_id, memory_context.c.memory_id, user_id, list(found))
         )
         .order_by(memory_context.c.memory_id, memory_context.c.position)
     ).all()
