@@ -12,7 +12,7 @@ from memory_bank import cursor
 from memory_bank.auth import Principal
 from memory_bank.errors import DraftNotFound
 from memory_bank.ids import is_id, iso, utcnow
-from memory_bank.memories import check_quota, parse_new_memory, shape
+from memory_bank.memories import check_quota, parse_new_memory, shape, shape_context
 from memory_bank.settings import Settings
 from memory_bank.store import drafts as store
 from memory_bank.store import memories as memory_store
@@ -181,25 +181,10 @@ def shape_draft(row: store.DraftRow) -> dict[str, Any]:
         "tags": row.tags,
         "source": row.source,
         "scope": "user",
-        "contexts": [_shape_context(c, created) for c in row.contexts],
+        # A draft's contexts were written with it, so they carry its creation time.
+        "contexts": [shape_context({**c, "created_at": row.created_at}) for c in row.contexts],
         "created_at": created,
         "expires_at": iso(row.expires_at),
-    }
-
-
-def _shape_context(ctx: dict[str, Any], created: str) -> dict[str, Any]:
-    """A draft's context in the same shape as a memory's."""
-    has_citation = ctx["conversation_id"] is not None or ctx["message_id"] is not None
-    return {
-        "id": ctx["id"],
-        "snippet": ctx["snippet"],
-        "citation": (
-            {"conversation_id": ctx["conversation_id"], "message_id": ctx["message_id"]}
-            if has_citation
-            else None
-        ),
-        "origin": ctx["origin"],
-        "created_at": created,
     }
 
 
