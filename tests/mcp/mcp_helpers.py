@@ -39,3 +39,18 @@ def assert_standalone_schema(schema: dict[str, Any]) -> None:
 def payload(result: Any) -> Any:
     """The JSON a tool result carries as text."""
     return json.loads(result.content[0].text)
+
+
+CORE = ["postMemory", "getMemory", "getMemorySearch", "getMemoryById", "deleteMemoryById"]
+
+
+def expected_tools() -> list[str]:
+    """Tool names a host should see: every spec operation not marked x-mcp: false, in spec
+    order, then the two search-first tools."""
+    names = [
+        op["operationId"]
+        for item in load_spec()["paths"].values()
+        for op in item.values()
+        if isinstance(op, dict) and "operationId" in op and op.get("x-mcp") is not False
+    ]
+    return [*names, "search_capabilities", "execute_capability"]
