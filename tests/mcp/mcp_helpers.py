@@ -41,14 +41,16 @@ def payload(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
-# The tool list a host sees: the manifest's tools, then the two search-first tools.
-TOOLS = [
-    "postMemory",
-    "getMemory",
-    "getMemorySearch",
-    "getMemoryDraftById",
-    "getMemoryById",
-    "deleteMemoryById",
-    "search_capabilities",
-    "execute_capability",
-]
+CORE = ["postMemory", "getMemory", "getMemorySearch", "getMemoryById", "deleteMemoryById"]
+
+
+def expected_tools() -> list[str]:
+    """Tool names a host should see: every spec operation not marked x-mcp: false, in spec
+    order, then the two search-first tools."""
+    names = [
+        op["operationId"]
+        for item in load_spec()["paths"].values()
+        for op in item.values()
+        if isinstance(op, dict) and "operationId" in op and op.get("x-mcp") is not False
+    ]
+    return [*names, "search_capabilities", "execute_capability"]

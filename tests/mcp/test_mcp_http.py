@@ -9,7 +9,7 @@ import httpx
 import httpx2
 import pytest
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import TOOLS, payload
+from mcp_helpers import expected_tools, payload
 from test_stdio import check_tool_list, search_first_flow, stdio_server
 
 from live_server import start_server, stop_server
@@ -120,6 +120,7 @@ def check_tools_list_size(live, service):
     )
     assert r.status_code == 200, r.text
     tools = r.json()["result"]["tools"]
-    assert [t["name"] for t in tools] == TOOLS
-    size = len(json.dumps(r.json()["result"]).encode())
-    assert size < 24_000, size
+    assert [t["name"] for t in tools] == expected_tools()
+    # Each tool costs a host's context; the biggest today (postMemory) is about 4 KB.
+    for tool in tools:
+        assert len(json.dumps(tool).encode()) < 6_000, tool["name"]

@@ -6,7 +6,7 @@ import os
 import sys
 
 import anyio
-from mcp_helpers import TOOLS, assert_standalone_schema, payload
+from mcp_helpers import CORE, assert_standalone_schema, expected_tools, payload
 
 from mcp import Client, StdioServerParameters
 from memory_bank.mcp.stdio import LOCAL_USER, SESSION_LABEL
@@ -33,7 +33,8 @@ def stdio_server(database_url: str, key: str | None = None) -> StdioServerParame
 def check_tool_list(tools) -> None:
     """Names, standalone valid schemas and annotations, as a host sees them."""
     by_name = {t.name: t for t in tools}
-    assert list(by_name) == TOOLS
+    assert list(by_name) == expected_tools()
+    assert set(CORE) <= set(by_name)
     for tool in tools:
         assert_standalone_schema(tool.input_schema)
         if tool.output_schema is not None:

@@ -6,13 +6,11 @@ import flask
 
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply
-from memory_bank.auth import current_principal
 from memory_bank.prompt import render_prompt
 
 
 def getMemoryPrompt() -> Reply:
     """The "## Memory Bank" Markdown snippet, with URLs for this server."""
-    current_principal()
     state = app_state.current()
     base = state.settings.public_url or flask.request.host_url
     text = render_prompt(state.spec, base)

@@ -44,7 +44,7 @@ def build_manifest(
 
 
 def render(manifest: dict[str, Any]) -> str:
-    """The manifest as committed: sorted-free stable JSON (spec order kept), 2-space indent."""
+    """The manifest as committed: JSON in spec order (YAML keeps key order), 2-space indent."""
     return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import sys
 from collections.abc import Iterator
@@ -67,6 +68,8 @@ def _client(
     # Nothing but JSON-RPC may reach stdout; start-up chatter goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         app = create_app(settings)
+    # One log line per tool call's inner request is noise in a host's server log.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     state = app.app.config["memory_bank"]
     transport = httpx.ASGITransport(app=app)
     client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE, timeout=60)
@@ -82,6 +85,8 @@ def _client(
     try:
         yield client, secret
     finally:
+        # A host that closed our stdin sends SIGTERM after a short grace; let the revoke finish.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _revoke(state.engine, record.id)
         state.engine.dispose()
 
