@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from connexion.context import context as connexion_context
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from memory_bank import state as app_state
 from memory_bank.errors import (
@@ -29,6 +30,8 @@ class Principal:
     scopes: tuple[str, ...]
     source: str
     key_id: str
+    # The user's own review opt-in, read together with the credential; None when not read.
+    review_opt_in: bool | None = None
 
     def has(self, scope: str) -> bool:
         """Whether the credential carries a scope."""
@@ -38,7 +41,12 @@ class Principal:
 def authenticate(engine: Engine, token: str) -> Principal:
     """The principal for a presented key, or 401 when missing, unknown, revoked or expired."""
     with reading(engine) as conn:
-        record = keys.find_key(conn, token)
+        return _authenticate(conn, token)
+
+
+def _authenticate(conn: Connection, token: str) -> Principal:
+    """authenticate() on a connection the caller holds."""
+    record = keys.find_key(conn, token)
     if record is None:
         raise Unauthorized("The API key is not valid.")
     if not record.usable(utcnow()):
@@ -55,9 +63,15 @@ def authenticate(engine: Engine, token: str) -> Principal:
 def bearer_info(token: str, request: Any) -> dict[str, Any]:
     """Connexion's bearer hook: authenticate, then enforce the operation's scopes."""
     state = app_state.from_scope(request.scope)
-    principal = authenticate(state.engine, token)
-    if str(request.scope.get("path", "")).startswith(MEMORY_ROUTES):
-        check_switches(state, principal)
+    memory_route = str(request.scope.get("path", "")).startswith(MEMORY_ROUTES)
+    # One pooled connection for the key and the user's switches: each checkout costs a
+    # round trip (the pre-ping) on MySQL/MariaDB.
+    with reading(state.engine) as conn:
+        principal = _authenticate(conn, token)
+        prefs = user_settings.get(conn, principal.user_id) if memory_route else None
+    if prefs is not None:
+        check_switches(state, prefs)
+        principal = dataclasses.replace(principal, review_opt_in=prefs.review_required)
     routing = request.scope.get("extensions", {}).get("connexion_routing", {})
     # Connexion 3.3 ignores scopes on http/bearer schemes, so they are enforced here, from
     # the same security requirements the spec lists for each operation.
@@ -72,16 +86,14 @@ def bearer_info(token: str, request: Any) -> dict[str, Any]:
 MEMORY_ROUTES = "/v1/memory"
 
 
-def check_switches(state: app_state.AppState, principal: Principal) -> None:
+def check_switches(state: app_state.AppState, prefs: user_settings.UserSettings) -> None:
     """The kill switches, checked once per authenticated request: server-wide, then per user."""
     if not state.settings.memory_enabled:
         raise MemoryDisabled(
             "Memory is switched off on this server by its operator; nothing can be saved or "
             "recalled until it is switched back on."
         )
-    with reading(state.engine) as conn:
-        disabled = user_settings.get(conn, principal.user_id).memory_disabled
-    if disabled:
+    if prefs.memory_disabled:
         raise MemoryDisabledForUser(
             "Memory is switched off for this user by the operator; nothing can be saved or "
             "recalled for this user until it is switched back on."

@@ -29,6 +29,8 @@ def needs_review(engine: Engine, settings: Settings, principal: Principal) -> bo
         return False
     if settings.review_required:
         return True
+    if principal.review_opt_in is not None:
+        return principal.review_opt_in
     with reading(engine) as conn:
         return user_settings.get(conn, principal.user_id).review_required
 
