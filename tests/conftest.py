@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
-from memory_bank.app import create_app
+from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.store import keys
 from memory_bank.store.engine import writing
@@ -127,7 +127,7 @@ def make_service(settings: Settings) -> Iterator[Callable[..., Service]]:
 
     def build(**changes: Any) -> Service:
         app = create_app(settings.replace(**changes))
-        engine = app.app.config["memory_bank"].engine
+        engine = state_of(app).engine
         client = TestClient(app, raise_server_exceptions=False)
         client.__enter__()
         service = Service(app=app, client=client, engine=engine)

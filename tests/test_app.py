@@ -6,7 +6,7 @@ import pytest
 import yaml
 from connexion.exceptions import InvalidSpecification
 
-from memory_bank.app import create_app
+from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec
 
@@ -52,6 +52,6 @@ def test_a_spec_that_is_not_openapi_fails_at_start_up(tmp_path, sqlite_settings)
 
 def test_the_shipped_spec_builds(sqlite_settings):
     app = create_app(sqlite_settings)
-    state = app.app.config["memory_bank"]
+    state = state_of(app)
     assert state.required_scopes["postMemory"] == ("mcp:write",)
     state.engine.dispose()

@@ -71,8 +71,7 @@ def create_app(
         # A spec operation without a handler is a broken build, not a 501 at run time.
         raise RuntimeError(f"no handler for operation(s): {', '.join(sorted(missing))}")
 
-    app = connexion.FlaskApp(__name__)
-    app.app.config[STATE_KEY] = state
+    app = connexion.AsyncApp(__name__)
     app.add_api(
         load_spec(spec_file),
         resolver=Resolver(function_resolver=lambda op_id: handlers[op_id]),
@@ -91,9 +90,7 @@ def create_app(
     # client's mistake, not a server error.
     app.add_error_handler(UnicodeDecodeError, problems.render_bad_encoding)
     app.add_error_handler(Exception, problems.render_unexpected)
-    # Errors raised inside Flask views reach Flask first; send ours on to the same renderer.
-    app.app.register_error_handler(ApiError, _reraise)
-    panel_routes.install(app.app, settings.panel_enabled)
+    panel_routes.install(app, settings.panel_enabled)
     _add_reliability_middleware(app, settings)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     if settings.rate_limit_per_minute > 0:
@@ -107,7 +104,14 @@ def create_app(
     # body cap and security headers, and it sees the lifespan that runs its session manager.
     app.add_middleware(McpMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
     state.extras["connexion_app"] = app
+    app.memory_bank_state = state
     return app
+
+
+def state_of(app: Any) -> AppState:
+    """The shared state of an app made by create_app (for the CLI's hooks and for tests)."""
+    state: AppState = app.memory_bank_state
+    return state
 
 
 def _add_reliability_middleware(app: Any, settings: Settings) -> None:
@@ -120,11 +124,6 @@ def _add_reliability_middleware(app: Any, settings: Settings) -> None:
     app.add_middleware(logs.RequestLogMiddleware, position=before)
     if settings.metrics_enabled:
         app.add_middleware(metrics.MetricsMiddleware, position=before)
-
-
-def _reraise(exc: Exception) -> Any:
-    """Let an ApiError from a Flask view propagate to Connexion's exception middleware."""
-    raise exc
 
 
 def _render_http_exception(request: Any, exc: Exception) -> Any:

@@ -34,9 +34,9 @@ class OuterMiddleware:
         scope.setdefault("state", {})[STATE_KEY] = self.state
         path = scope.get("path", "")
         if _CONTROL.search(path):
-            # Connexion's router and Flask's disagree on a decoded path with a line break, so
-            # such a request reached the Flask view without passing security. Kept escaped,
-            # the path routes (and authenticates) like any other and names no resource.
+            # A decoded path with a line break once matched a view but not Connexion's router,
+            # so it skipped security. Kept escaped, the path routes (and authenticates) like
+            # any other and names no resource.
             scope["path"] = _CONTROL.sub(lambda m: f"%{ord(m.group()):02X}", path)
         cap = self.state.settings.max_body_bytes
         declared = _content_length(scope)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import flask
+from connexion import context as connexion_context
 from sqlalchemy import Engine
 
 from memory_bank.settings import Settings
@@ -27,8 +27,8 @@ class AppState:
 
 
 def current() -> AppState:
-    """The state of the app serving the current Flask request."""
-    state: AppState = flask.current_app.config[STATE_KEY]
+    """The state of the app serving the current request (set by the outer middleware)."""
+    state: AppState = connexion_context.scope["state"][STATE_KEY]
     return state
 
 

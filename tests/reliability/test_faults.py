@@ -260,13 +260,13 @@ def test_server_killed_mid_write_leaves_no_half_written_memory(database_url, fig
 def test_exhausted_pool_is_a_503_not_a_hang(mariadb_url):
     from starlette.testclient import TestClient
 
-    from memory_bank.app import create_app
+    from memory_bank.app import create_app, state_of
     from memory_bank.settings import Settings
     from memory_bank.store import keys
     from memory_bank.store.engine import writing
 
     app = create_app(Settings(database_url=mariadb_url, db_pool_size=1, validate_responses=True))
-    engine = app.app.config["memory_bank"].engine
+    engine = state_of(app).engine
     secret, _ = writing(engine, lambda c: keys.create_key(c, "alice", ("mcp:read",), "t"))
     # Hold every pooled connection (pool_size 1 + overflow 1), as a stuck database would.
     held = [engine.connect(), engine.connect()]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from memory_bank.app import state_of
 from memory_bank.web import signin
 
 
 def _state(service):
-    return service.app.app.config["memory_bank"]
+    return state_of(service.app)
 
 
 def test_code_is_traded_once_for_a_short_lived_key(service):

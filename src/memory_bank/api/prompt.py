@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import flask
+from connexion import request
 
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply
@@ -12,6 +12,6 @@ from memory_bank.prompt import render_prompt
 def getMemoryPrompt() -> Reply:
     """The "## Memory Bank" Markdown snippet, with URLs for this server."""
     state = app_state.current()
-    base = state.settings.public_url or flask.request.host_url
+    base = state.settings.public_url or str(request.base_url)
     text = render_prompt(state.spec, base)
     return text, 200, {"Content-Type": "text/markdown"}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-Reply = tuple[Any, int, dict[str, str]]
+from starlette.responses import Response
+
+Reply = tuple[Any, int, dict[str, str]] | Response
 
 
 def json_reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -14,5 +16,6 @@ def json_reply(body: Any, status: int = 200, headers: dict[str, str] | None = No
 
 
 def empty_reply(status: int = 204) -> Reply:
-    """A response without a body."""
-    return "", status, {}
+    """A response without a body, and so without a content type (Connexion would pick one of
+    the operation's media types and serialize an empty body into it)."""
+    return Response(status_code=status)

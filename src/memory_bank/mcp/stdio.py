@@ -63,14 +63,14 @@ def _client(
             raise ValueError("--url needs --key (an API key for that server)")
         yield httpx.AsyncClient(base_url=url.rstrip("/"), timeout=60), key
         return
-    from memory_bank.app import create_app
+    from memory_bank.app import create_app, state_of
 
     # Nothing but JSON-RPC may reach stdout; start-up chatter goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         app = create_app(settings)
     # One log line per tool call's inner request is noise in a host's server log.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    state = app.app.config["memory_bank"]
+    state = state_of(app)
     transport = httpx.ASGITransport(app=app)
     client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE, timeout=60)
     if key:

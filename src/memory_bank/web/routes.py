@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import flask
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
 
 STATIC = Path(__file__).with_name("static")
 
@@ -17,27 +19,29 @@ CSP = (
 _ASSETS = {p.name for p in STATIC.iterdir() if p.suffix in {".js", ".css", ".svg"}}
 
 
-def install(flask_app: flask.Flask, enabled: bool) -> None:
-    """Add the panel routes (none when the panel is switched off: / is then a plain 404)."""
+def install(app: Any, enabled: bool) -> None:
+    """Add the panel routes to a Connexion app (none when off: / is then a plain 404)."""
     if not enabled:
         return
-    flask_app.add_url_rule("/", "panel_index", _index, methods=["GET"])
-    flask_app.add_url_rule("/panel/<name>", "panel_asset", _asset, methods=["GET"])
+    app.add_url_rule("/", "panel_index", _index, methods=["GET", "HEAD"])
+    app.add_url_rule("/panel/{name}", "panel_asset", _asset, methods=["GET", "HEAD"])
 
 
-def _index() -> Any:
+async def _index(_request: Request) -> Response:
     """The panel page."""
-    return _secure(flask.send_from_directory(STATIC, "index.html", max_age=0))
+    return _secure(FileResponse(STATIC / "index.html"))
 
 
-def _asset(name: str) -> Any:
+async def _asset(request: Request) -> Response:
     """One of the panel's scripts or stylesheets."""
+    name = request.path_params["name"]
     if name not in _ASSETS:
-        flask.abort(404)
-    return _secure(flask.send_from_directory(STATIC, name, max_age=0))
+        # The same 404 problem as any unknown route.
+        raise HTTPException(404)
+    return _secure(FileResponse(STATIC / name))
 
 
-def _secure(response: flask.Response) -> flask.Response:
+def _secure(response: Response) -> Response:
     """Panel responses: the CSP, no framing, and revalidate so an upgrade shows at once."""
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Frame-Options"] = "DENY"
