@@ -46,7 +46,11 @@ def authenticate(engine: Engine, token: str) -> Principal:
 
 def _authenticate(conn: Connection, token: str) -> Principal:
     """authenticate() on a connection the caller holds."""
-    record = keys.find_key(conn, token)
+    return _principal(keys.find_key(conn, token))
+
+
+def _principal(record: keys.KeyRecord | None) -> Principal:
+    """The principal for a looked-up key, or 401 when missing, unknown, revoked or expired."""
     if record is None:
         raise Unauthorized("The API key is not valid.")
     if not record.usable(utcnow()):
@@ -64,11 +68,15 @@ def bearer_info(token: str, request: Any) -> dict[str, Any]:
     """Connexion's bearer hook: authenticate, then enforce the operation's scopes."""
     state = app_state.from_scope(request.scope)
     memory_route = str(request.scope.get("path", "")).startswith(MEMORY_ROUTES)
-    # One pooled connection for the key and the user's switches: each checkout costs a
-    # round trip (the pre-ping) on MySQL/MariaDB.
+    # One statement for the key and the user's switches: each round trip counts on
+    # MySQL/MariaDB, and this runs on every request.
     with reading(state.engine) as conn:
-        principal = _authenticate(conn, token)
-        prefs = user_settings.get(conn, principal.user_id) if memory_route else None
+        if memory_route:
+            found = keys.find_key_and_switches(conn, token)
+            record, prefs = found if found is not None else (None, None)
+        else:
+            record, prefs = keys.find_key(conn, token), None
+    principal = _principal(record)
     if prefs is not None:
         check_switches(state, prefs)
         principal = dataclasses.replace(principal, review_opt_in=prefs.review_required)

@@ -7,11 +7,13 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, Row, Select, bindparam, insert, select, update
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store.schema import api_key
+from memory_bank.store.schema import api_key, user_settings
+from memory_bank.store.user_settings import UserSettings
 
 KEY_PREFIX = "mb_"
 ALL_SCOPES = ("mcp:read", "mcp:write", "memory:review")
@@ -104,13 +106,44 @@ def _check_name(what: str, value: str | None, required: bool = False) -> None:
 
 def find_key(conn: Connection, secret: str) -> KeyRecord | None:
     """The record for a presented key, compared in constant time; None when unknown."""
+    found = _lookup(conn, secret, _FIND)
+    return None if found is None else _record(found)
+
+
+def find_key_and_switches(conn: Connection, secret: str) -> tuple[KeyRecord, UserSettings] | None:
+    """find_key() and the key's user's switches, read in one statement (one round trip)."""
+    found = _lookup(conn, secret, _FIND_WITH_SWITCHES)
+    if found is None:
+        return None
+    switches = UserSettings(bool(found.review_required), bool(found.memory_disabled))
+    return _record(found), switches
+
+
+def _lookup(conn: Connection, secret: str, statement: Select[Any]) -> Row[Any] | None:
+    """The api_key row (plus whatever the statement adds) whose hash matches the secret."""
     if not secret.startswith(KEY_PREFIX) or len(secret) < len(KEY_PREFIX) + 12:
         return None
     prefix = secret[len(KEY_PREFIX) : len(KEY_PREFIX) + 12]
-    row = conn.execute(select(api_key).where(api_key.c.prefix == prefix)).first()
+    row = conn.execute(statement, {"prefix": prefix}).first()
     if row is None or not hmac.compare_digest(row.secret_hash, _hash(secret)):
         return None
-    return _record(row)
+    return row
+
+
+def _switch(column: Any) -> Any:
+    """One of the key owner's switches as a correlated subquery (NULL when never set)."""
+    owner = user_settings.c.user_id == api_key.c.user_id
+    return select(column).where(owner).scalar_subquery().label(column.name)
+
+
+# Built once: a statement object reused across calls keeps its cache key, so SQLAlchemy's
+# per-call work is a dictionary lookup (this runs on every authenticated request).
+_FIND = select(api_key).where(api_key.c.prefix == bindparam("prefix"))
+_FIND_WITH_SWITCHES = select(
+    api_key,
+    _switch(user_settings.c.review_required),
+    _switch(user_settings.c.memory_disabled),
+).where(api_key.c.prefix == bindparam("prefix"))
 
 
 def list_keys(conn: Connection, user_id: str | None = None) -> list[KeyRecord]:

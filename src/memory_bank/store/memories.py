@@ -50,6 +50,11 @@ class MemoryRow:
     contexts: list[dict[str, Any]] = field(default_factory=list)
 
 
+# Built once and reused: SQLAlchemy then skips rebuilding and re-keying the statement per save.
+_INSERT_MEMORY = insert(memory)
+_INSERT_CONTEXT = insert(memory_context)
+
+
 def insert_memory(
     conn: Connection,
     owner: Owner,
@@ -64,17 +69,18 @@ def insert_memory(
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
     conn.execute(
-        insert(memory).values(
-            id=mid,
-            user_id=owner.user_id,
-            org_id=owner.org_id,
-            content=content,
-            tags=json.dumps(list(tags), ensure_ascii=False),
-            source=owner.source,
-            scope="user",
-            created_at=now,
-            updated_at=now,
-        )
+        _INSERT_MEMORY,
+        {
+            "id": mid,
+            "user_id": owner.user_id,
+            "org_id": owner.org_id,
+            "content": content,
+            "tags": json.dumps(list(tags), ensure_ascii=False),
+            "source": owner.source,
+            "scope": "user",
+            "created_at": now,
+            "updated_at": now,
+        },
     )
     rows = [
         {
@@ -91,7 +97,7 @@ def insert_memory(
         for pos, ctx in enumerate(contexts)
     ]
     if rows:
-        conn.execute(insert(memory_context), rows)
+        conn.execute(_INSERT_CONTEXT, rows)
     search_index.index_memory(
         conn, owner.user_id, mid, content, tags, [ctx.snippet for ctx in contexts]
     )
