@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install run test lint format bench browser screenshots clean
+.PHONY: install run test lint format bench browser mysqlclient screenshots clean
 
 install: $(VENV)/.installed
 
@@ -21,10 +21,20 @@ browser:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
+# The optional C driver for MySQL/MariaDB (mysql+mysqldb://): client headers from Debian, then
+# the package's `mysqlclient` extra (tests/store/test_drivers.py runs on it); `make run` needs neither.
+mysqlclient: install
+	@$(PY) -c 'import MySQLdb' 2>/dev/null || { \
+	  pkg-config --exists libmariadb || pkg-config --exists mysqlclient || { \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libmariadb-dev pkg-config >/dev/null; }; \
+	  $(PY) -m pip install --quiet -e '.[mysqlclient]'; }
+
 run: install
 	$(VENV)/bin/memory-bank serve
 
-test: install browser
+test: install browser mysqlclient
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
@@ -37,7 +47,7 @@ format: install
 	$(VENV)/bin/ruff check --fix src tests tools benchmarks
 	$(VENV)/bin/ruff format src tests tools benchmarks
 
-bench: install
+bench: install mysqlclient
 	@for b in benchmarks/locomo.py benchmarks/scale.py; do \
 	  if [ -f $$b ]; then $(PY) $$b || exit 1; fi; done
 

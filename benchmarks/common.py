@@ -26,6 +26,14 @@ def mariadb_url(database: str) -> str:
     return str(make_url(MARIADB_ADMIN).set(database=database).render_as_string(False))
 
 
+def with_driver(url: str, driver: str) -> str:
+    """A MySQL/MariaDB URL switched to another driver (pymysql or mysqldb); others unchanged."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() not in {"mysql", "mariadb"}:
+        return url
+    return str(parsed.set(drivername=f"mysql+{driver}").render_as_string(False))
+
+
 def create_database(database: str, drop: bool = False) -> str:
     """Create (or recreate) a benchmark database and return its URL."""
     assert database.startswith("mb_bench_")

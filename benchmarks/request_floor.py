@@ -1,6 +1,7 @@
 """Where a request's time goes: sequential rates of an unauthenticated probe, a list and a save.
 
-`python benchmarks/request_floor.py [--engine sqlite|mariadb] [--requests 300]`
+`python benchmarks/request_floor.py [--engine sqlite|mariadb] [--driver pymysql|mysqldb]
+[--requests 300]`
 
 The probe (`/healthz`) runs the whole framework stack with no credential and no database; the
 list adds authentication and two reads; the save adds the write transaction. Their difference
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from common import create_database, make_key, serve
+from common import create_database, make_key, serve, with_driver
 
 BODY = {
     "content": "We dropped Acme as a vendor after the Q3 price change and moved to Globex",
@@ -53,10 +54,11 @@ def main() -> None:
     """Measure and print the three rates for one engine."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=["sqlite", "mariadb"], default="sqlite")
+    parser.add_argument("--driver", choices=["pymysql", "mysqldb"], default="pymysql")
     parser.add_argument("--requests", type=int, default=300)
     args = parser.parse_args()
     if args.engine == "mariadb":
-        url = create_database("mb_bench_floor", drop=True)
+        url = with_driver(create_database("mb_bench_floor", drop=True), args.driver)
     else:
         url = f"sqlite:///{Path(tempfile.mkdtemp()) / 'floor.db'}"
     key = make_key(url, "floor")
@@ -71,7 +73,8 @@ def main() -> None:
             ("GET /v1/memory?limit=1", lambda: client.get("/v1/memory", params={"limit": 1})),
             ("POST /v1/memory (two contexts)", lambda: client.post("/v1/memory", json=BODY)),
         ]
-        print(f"engine: {args.engine}, {args.requests} sequential requests each, 1 worker")
+        driver = f" ({args.driver})" if args.engine == "mariadb" else ""
+        print(f"engine: {args.engine}{driver}, {args.requests} sequential requests each, 1 worker")
         for name, call in rows:
             per_second, ms = _rate(call, args.requests)
             print(f"  {name:40} {per_second:7.0f}/s  {ms:6.2f} ms")

@@ -345,6 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, few queries")
     parser.add_argument("--load-only", action="store_true", help="load, do not measure")
     parser.add_argument("--reset", action="store_true", help="drop loaded data first")
+    parser.add_argument(
+        "--mariadb-driver",
+        choices=["pymysql", "mysqldb"],
+        default="pymysql",
+        help="driver the server and the storage-layer timing use on MariaDB",
+    )
     parser.add_argument("--buffer-pool-mb", type=int, default=6144, help="MariaDB buffer pool")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
@@ -382,7 +388,13 @@ def main(argv: list[str] | None = None) -> int:
             user = user_name(0)
             row: dict[str, Any] = {"engine": engine_name, "total": total}
             key = common.make_key(target.url, user)
-            with common.serve(target.url) as server:
+            # Loaded through PyMySQL; searched through the driver asked for.
+            url = common.with_driver(target.url, args.mariadb_driver)
+            if url != target.url:
+                engine.dispose()
+                engine = make_engine(url, pool_size=2)
+                row["driver"] = args.mariadb_driver
+            with common.serve(url) as server:
                 row.update(
                     timed_together(
                         {
@@ -402,10 +414,15 @@ def main(argv: list[str] | None = None) -> int:
                 url = (
                     f"sqlite:///{tmp}/write.db"
                     if engine_name == "sqlite"
-                    else common.create_database("mb_bench_write", drop=True)
+                    else common.with_driver(
+                        common.create_database("mb_bench_write", drop=True), args.mariadb_driver
+                    )
                 )
                 rate = write_rate(url, bodies, args.writes)
-            results.append({"engine": engine_name, "writes_per_s": rate})
+            wrote: dict[str, Any] = {"engine": engine_name, "writes_per_s": rate}
+            if engine_name == "mariadb":
+                wrote["driver"] = args.mariadb_driver
+            results.append(wrote)
             print(f"{engine_name}: POST /v1/memory with two contexts, one client: {rate:.0f}/s")
     if results:
         print()
@@ -470,12 +487,17 @@ def print_table(results: list[dict[str, Any]]) -> None:
             continue
         s, h, v = r["storage"], r["http"], r["v0"]
         print(
-            f"| {r['engine']} | {r['total']:,} | {s[0]:.1f} / {s[1]:.1f} | {h[0]:.1f} / {h[1]:.1f} "
-            f"| {v[0]:.1f} / {v[1]:.1f} | {v[1] / s[1]:.1f}x |"
+            f"| {_engine_label(r)} | {r['total']:,} | {s[0]:.1f} / {s[1]:.1f} "
+            f"| {h[0]:.1f} / {h[1]:.1f} | {v[0]:.1f} / {v[1]:.1f} | {v[1] / s[1]:.1f}x |"
         )
     for r in results:
         if "writes_per_s" in r:
-            print(f"{r['engine']}: {r['writes_per_s']:.0f} writes/s")
+            print(f"{_engine_label(r)}: {r['writes_per_s']:.0f} writes/s")
+
+
+def _engine_label(row: dict[str, Any]) -> str:
+    """The engine, with the MySQL driver when a row names one."""
+    return f"{row['engine']} ({row['driver']})" if "driver" in row else row["engine"]
 
 
 if __name__ == "__main__":
