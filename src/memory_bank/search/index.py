@@ -165,19 +165,22 @@ def search(conn: Connection, user_id: str, query: str, limit: int) -> list[tuple
     if not query_terms:
         return []
     m = _mark(conn)
-    stats = conn.exec_driver_sql(
-        f"SELECT doc_count, total_len FROM memory_user_stats WHERE user_id = {m}", (user_id,)
-    ).first()
-    if stats is None or stats[0] <= 0:
-        return []
-    n_docs = int(stats[0])
-    avg_len = max(float(stats[1]) / n_docs, 1.0)
     unique = list(query_terms)
-    df_rows = conn.exec_driver_sql(
-        "SELECT term, COUNT(*) FROM memory_term "
+    # The user's statistics (the row with a NULL term) and each query term's document
+    # frequency, in one round trip.
+    rows = conn.exec_driver_sql(
+        f"SELECT NULL, doc_count, total_len FROM memory_user_stats WHERE user_id = {m} "
+        "UNION ALL "
+        "SELECT term, COUNT(*), 0 FROM memory_term "
         f"WHERE user_id = {m} AND term IN ({_marks(conn, len(unique))}) GROUP BY term",
-        (user_id, *unique),
+        (user_id, user_id, *unique),
     ).all()
+    stats = next((row for row in rows if row[0] is None), None)
+    if stats is None or stats[1] <= 0:
+        return []
+    n_docs = int(stats[1])
+    avg_len = max(float(stats[2]) / n_docs, 1.0)
+    df_rows = [(row[0], int(row[1])) for row in rows if row[0] is not None]
     # Rarest terms first: they carry the most weight and have the shortest posting lists.
     rare: dict[str, float] = {}
     common: dict[str, float] = {}

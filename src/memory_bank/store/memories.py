@@ -115,15 +115,32 @@ def insert_memory(
 
 
 def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRow]:
-    """The user's memories with these ids (others' ids are simply absent)."""
+    """The user's memories with these ids (others' ids are simply absent), with contexts."""
     if not ids:
         return {}
+    ctx = memory_context.alias("ctx")
+    # One statement (one round trip) for the memories and their contexts: each memory row
+    # comes once per context, or once with NULL context columns when it has none.
     rows = conn.execute(
-        select(memory).where(_owned(conn, memory.c.user_id, memory.c.id, user_id, list(ids)))
+        select(memory, *[c.label(f"ctx_{c.name}") for c in ctx.c if c.name in _CONTEXT_COLUMNS])
+        .outerjoin(ctx, and_(ctx.c.user_id == memory.c.user_id, ctx.c.memory_id == memory.c.id))
+        .where(_owned(conn, memory.c.user_id, memory.c.id, user_id, list(ids)))
+        .order_by(memory.c.id, ctx.c.position)
     ).all()
-    found = {r.id: _row(r) for r in rows}
-    _attach_contexts(conn, user_id, found)
+    found: dict[str, MemoryRow] = {}
+    for r in rows:
+        row = found.get(r.id)
+        if row is None:
+            row = found[r.id] = _row(r)
+        if r.ctx_id is not None:
+            row.contexts.append(
+                _context_dict({name: getattr(r, f"ctx_{name}") for name in _CONTEXT_COLUMNS})
+            )
     return found
+
+
+# The context columns the API shows (the rest repeat the memory's own).
+_CONTEXT_COLUMNS = ("id", "snippet", "conversation_id", "message_id", "origin", "created_at")
 
 
 def list_memories(
