@@ -226,9 +226,12 @@ def _score(
         among = f"AND memory_id IN ({_marks(conn, len(only))})"
         params += only
     params.append(int(limit))
+    # MySQL/MariaDB: group by sorting rather than through a temporary table, measured 1-1.5 ms
+    # faster per search at p50 and p95 for a 10k-memory user (up to 5,000 postings).
+    hint = "" if conn.dialect.name == "sqlite" else "SQL_BIG_RESULT "
     # One statement: the CASE maps each term to its weight, and each term is one index range.
     sql = f"""
-        SELECT memory_id, SUM(
+        SELECT {hint}memory_id, SUM(
             (CASE term {" ".join(cases)} ELSE 0 END)
             * tf * {K1 + 1} / (tf + {K1} * ({1 - B} + {B} * doc_len / {m}))
         ) AS score
