@@ -7,6 +7,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_bank.concurrency import limit_handler_threads
 from memory_bank.errors import PROBLEM_JSON, encode, problem_body
 from memory_bank.state import STATE_KEY, AppState
 
@@ -28,6 +29,9 @@ class OuterMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one ASGI connection."""
+        if scope["type"] == "lifespan":
+            # Start-up runs inside the server's event loop, whose thread pool this sizes.
+            limit_handler_threads(self.state.settings.db_pool_size)
         if scope["type"] not in {"http", "websocket"}:
             await self.app(scope, receive, send)
             return
