@@ -47,6 +47,22 @@ class OuterMiddleware:
         if declared is not None and declared > cap:
             await _too_large(send, cap)
             return
+        if (
+            declared is None
+            and scope["type"] == "http"
+            and _has_header(scope, b"transfer-encoding")
+        ):
+            # Connexion reads a body only when Content-Length announces one ("RequestBody is
+            # required" otherwise), so a chunked body is read here, within the cap, and handed
+            # on with its length.
+            body = await _read_capped(receive, cap)
+            if body is None:
+                await _too_large(send, cap)
+                return
+            scope["headers"] = [
+                (k, v) for k, v in scope["headers"] if k != b"transfer-encoding"
+            ] + [(b"content-length", str(len(body)).encode())]
+            receive = _replay(body, receive)
         seen = 0
         over = False
 
@@ -77,6 +93,43 @@ class OuterMiddleware:
             await send(message)
 
         await self.app(scope, capped_receive, secure_send)
+
+
+def _has_header(scope: Scope, name: bytes) -> bool:
+    """Whether the request carries this header (names arrive lower-cased)."""
+    return any(key == name for key, _ in scope.get("headers", []))
+
+
+async def _read_capped(receive: Receive, cap: int) -> bytes | None:
+    """The whole request body, or None as soon as it grows past cap bytes."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # the client went away; what came is all there is
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > cap:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that gives the already-read body, then defers to the real one."""
+    pending = True
+
+    async def replayed() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _content_length(scope: Scope) -> int | None:
