@@ -60,8 +60,10 @@ def main() -> None:
         budget, candidates = (int(x) for x in setting.split(":"))
         tops, times = run(budget, candidates)
         slots = sum(len(want) for want in exact)
-        in_set = sum(len(set(got) & set(want)) for got, want in zip(tops, exact))
-        in_place = sum(a == b for got, want in zip(tops, exact) for a, b in zip(got, want))
+        pairs = list(zip(tops, exact, strict=True))
+        in_set = sum(len(set(got) & set(want)) for got, want in pairs)
+        # A result list may be shorter than the exhaustive one; missing slots count as different.
+        in_place = sum(a == b for got, want in pairs for a, b in zip(got, want, strict=False))
         p50, p95 = common.percentile(times, 50), common.percentile(times, 95)
         print(
             f"{setting:>17}  {in_set / slots:15.1%}  {in_place / slots:17.1%}  "
