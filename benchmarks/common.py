@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -70,53 +71,82 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    """A real `memory-bank serve` process."""
+    """A real `memory-bank serve` process, its output going to a log file."""
 
     base_url: str
     process: subprocess.Popen[bytes]
+    log_path: str
+
+    def stop(self) -> None:
+        """Terminate (then kill) the process and remove its log."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.log_path)
+
+
+def start_server(
+    database_url: str,
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+    ready_within: float = 120,
+) -> Server:
+    """Start a server on a free 127.0.0.1 port and wait until /readyz answers 200.
+
+    Its own process group (start_new_session), so a test can kill the server with its workers;
+    output to a file rather than a pipe, which a chatty server could fill and block on.
+    """
+    port = free_port()
+    fd, log_path = tempfile.mkstemp(prefix="memory-bank-serve-", suffix=".log")
+    command = [sys.executable, "-m", "memory_bank.cli", "serve", "--host", "127.0.0.1"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--workers", str(workers)],
+        env={
+            **os.environ,
+            "MEMORY_BANK_DATABASE_URL": database_url,
+            "MEMORY_BANK_LOG_LEVEL": "warning",
+            **(env or {}),
+        },
+        stdout=fd,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    os.close(fd)
+    server = Server(f"http://127.0.0.1:{port}", process, log_path)
+    deadline = time.monotonic() + ready_within
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            with open(log_path) as out:
+                output = out.read()[-2000:]
+            server.stop()
+            raise RuntimeError("server exited: " + output)
+        try:
+            if httpx.get(server.base_url + "/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    server.stop()
+    raise RuntimeError("server did not become ready")
 
 
 @contextlib.contextmanager
 def serve(database_url: str, workers: int = 1) -> Iterator[Server]:
-    """Run `memory-bank serve` on a free port until the block ends."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "MEMORY_BANK_DATABASE_URL": database_url,
-        "MEMORY_BANK_LOG_LEVEL": "warning",
-        "MEMORY_BANK_VALIDATE_RESPONSES": "false",
-        "MEMORY_BANK_RATE_LIMIT_PER_MINUTE": "0",
-    }
-    cmd = [sys.executable, "-m", "memory_bank.cli", "serve", "--port", str(port)]
-    process = subprocess.Popen(
-        [*cmd, "--workers", str(workers)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    """A server for timing until the block ends: no response validation, no rate limit."""
+    server = start_server(
+        database_url,
+        workers,
+        env={"MEMORY_BANK_VALIDATE_RESPONSES": "false", "MEMORY_BANK_RATE_LIMIT_PER_MINUTE": "0"},
     )
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                err = process.stderr.read().decode() if process.stderr else ""
-                raise RuntimeError(f"server exited:\n{err}")
-            try:
-                if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not become ready")
-            time.sleep(0.2)
-        yield Server(base, process)
+        yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 def make_key(database_url: str, user: str) -> str:

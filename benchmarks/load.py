@@ -14,8 +14,6 @@ import json
 import os
 import random
 import secrets
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,6 +26,7 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
+from common import start_server
 from memory_bank.store import keys
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
@@ -41,66 +40,6 @@ WORDS = [
 MARIADB_ADMIN = os.environ.get(
     "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
 )
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    """A `memory-bank serve` process."""
-
-    base_url: str
-    process: subprocess.Popen[bytes]
-    log_path: str
-
-    def stop(self) -> None:
-        """Terminate (then kill) the process."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-def start_server(database_url: str, workers: int, env: dict[str, str] | None = None) -> Server:
-    """Start a server on a free 127.0.0.1 port and wait until /readyz answers 200."""
-    port = free_port()
-    fd, log_path = tempfile.mkstemp(prefix="memory-bank-load-", suffix=".log")
-    command = [sys.executable, "-m", "memory_bank.cli", "serve", "--host", "127.0.0.1"]
-    process = subprocess.Popen(
-        [*command, "--port", str(port), "--workers", str(workers)],
-        env={
-            **os.environ,
-            "MEMORY_BANK_DATABASE_URL": database_url,
-            "MEMORY_BANK_LOG_LEVEL": "warning",
-            **(env or {}),
-        },
-        stdout=fd,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    os.close(fd)
-    server = Server(f"http://127.0.0.1:{port}", process, log_path)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            with open(log_path) as out:
-                raise RuntimeError("server exited: " + out.read()[-2000:])
-        try:
-            if httpx.get(server.base_url + "/readyz", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    server.stop()
-    raise RuntimeError("server did not become ready")
 
 
 def make_keys(database_url: str, users: int) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Import the load driver from benchmarks/load.py (one implementation for tests and bench)."""
+"""Import the load driver and the server starter from benchmarks/ (one implementation for tests
+and bench)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
+import common
 import load
 
-__all__ = ["load"]
+__all__ = ["common", "load"]

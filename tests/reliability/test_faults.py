@@ -17,7 +17,7 @@ import httpx
 import pymysql
 import pytest
 import sqlalchemy as sa
-from loadkit import load
+from loadkit import common, load
 
 from memory_bank.store.schema import memory
 
@@ -95,7 +95,7 @@ def own_mariadb(tmp_path: Path) -> Iterator[OwnMariaDB]:
     db = OwnMariaDB(
         datadir=tmp_path / "data",
         socket=tmp_path / "mysqld.sock",
-        port=load.free_port(),
+        port=common.free_port(),
         log=tmp_path / "mariadbd.log",
     )
     subprocess.run(
@@ -126,7 +126,7 @@ def own_mariadb(tmp_path: Path) -> Iterator[OwnMariaDB]:
 @pytest.mark.mariadb
 def test_database_outage_is_a_fast_503_and_the_service_recovers(own_mariadb, figures):
     user_keys = load.make_keys(own_mariadb.url, users=4)
-    server = load.start_server(own_mariadb.url, workers=2)
+    server = common.start_server(own_mariadb.url, workers=2)
     answers: list[tuple[str, int, str, str]] = []
     lock = threading.Lock()
 
@@ -220,7 +220,7 @@ def _wait_until_ok(base_url: str, user_keys: dict[str, str]) -> float:
 def test_server_killed_mid_write_leaves_no_half_written_memory(database_url, figures):
     engine = "sqlite" if database_url.startswith("sqlite") else "mariadb"
     user_keys = load.make_keys(database_url, users=2)
-    server = load.start_server(database_url, workers=2)
+    server = common.start_server(database_url, workers=2)
     result: dict[str, Any] = {}
     runner = threading.Thread(
         target=lambda: result.update(tally=load.run_load(server.base_url, user_keys, 8, 6.0, 2000))
@@ -230,6 +230,7 @@ def test_server_killed_mid_write_leaves_no_half_written_memory(database_url, fig
     # SIGKILL the whole server (supervisor and workers: its own process group).
     os.killpg(server.process.pid, signal.SIGKILL)
     server.process.wait()
+    server.stop()  # already dead: this only removes its log
     runner.join(timeout=120)
     tally = result["tally"]
     checks = load.orphans(database_url)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from loadkit import load
+from loadkit import common, load
 
 CLIENTS = 16
 SECONDS = 8.0
@@ -16,7 +16,7 @@ def test_concurrent_clients_lose_nothing(database_url, figures):
     # for the lock, never surface "database is locked".
     workers = 4 if engine == "sqlite" else 2
     user_keys = load.make_keys(database_url, users=4)
-    server = load.start_server(database_url, workers)
+    server = common.start_server(database_url, workers)
     try:
         tally = load.run_load(server.base_url, user_keys, CLIENTS, SECONDS, max_requests=2000)
         checks = load.verify(server.base_url, database_url, user_keys, tally)
