@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, inser
 
 from memory_bank.ids import new_id, utcnow
 from memory_bank.search import index as search_index
+from memory_bank.store.engine import is_sqlite
 from memory_bank.store.schema import memory, memory_context
 
 
@@ -119,12 +120,8 @@ def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str
     """The user's memories with these ids (others' ids are simply absent), with contexts."""
     if not ids:
         return {}
-    if conn.dialect.name == "sqlite":
-        params: dict[str, Any] = {"owner": user_id, "ids": list(ids)}
-        rows = conn.execute(_GET_WITH_CONTEXTS_SQLITE, params).all()
-    else:
-        params = {"pairs": [(user_id, i) for i in ids]}
-        rows = conn.execute(_GET_WITH_CONTEXTS_PAIRS, params).all()
+    sqlite = is_sqlite(conn)
+    rows = conn.execute(_GET_WITH_CONTEXTS[sqlite], _owned_params(sqlite, user_id, ids)).all()
     found: dict[str, MemoryRow] = {}
     for r in rows:
         row = found.get(r.id)
@@ -158,15 +155,6 @@ def _with_contexts(where: ColumnElement[bool]) -> Any:
 
 # The context columns the API shows (the rest repeat the memory's own).
 _CONTEXT_COLUMNS = ("id", "snippet", "conversation_id", "message_id", "origin", "created_at")
-# SQLite plans user_id = ? AND id IN (...) on the (user_id, id) index; MariaDB plans (user_id, id)
-# pairs as point lookups where it would scan the user's whole range for the other form (3-7 ms
-# for a 10k-memory user), and SQLite plans the pair form as a full scan: hence two forms.
-_GET_WITH_CONTEXTS_SQLITE = _with_contexts(
-    and_(memory.c.user_id == bindparam("owner"), memory.c.id.in_(bindparam("ids", expanding=True)))
-)
-_GET_WITH_CONTEXTS_PAIRS = _with_contexts(
-    tuple_(memory.c.user_id, memory.c.id).in_(bindparam("pairs", expanding=True))
-)
 
 
 def list_memories(
@@ -199,34 +187,48 @@ def delete_memory(conn: Connection, user_id: str, memory_id: str) -> bool:
     return True
 
 
-def _owned(
-    conn: Connection, user_col: Any, id_col: Any, user_id: str, ids: list[str]
-) -> ColumnElement[bool]:
-    """user_col = user_id AND id_col IN ids, in the form each engine plans best."""
-    if conn.dialect.name == "sqlite":
-        return and_(user_col == user_id, id_col.in_(ids))
+def _owned(sqlite: bool, user_col: Any, id_col: Any) -> ColumnElement[bool]:
+    """user_col = user AND id_col IN ids, in the form each engine plans best (bound later by
+    _owned_params)."""
+    if sqlite:
+        return and_(user_col == bindparam("owner"), id_col.in_(bindparam("ids", expanding=True)))
     # (user_id, id) pairs: MariaDB then reads just these rows instead of scanning the user's whole
     # range with user_id = ? AND id IN (…) (measured 3-7 ms -> 0.7 ms for a 10k-memory user).
     # SQLite plans the pair form as a full scan, hence the split.
-    return tuple_(user_col, id_col).in_([(user_id, i) for i in ids])
+    return tuple_(user_col, id_col).in_(bindparam("pairs", expanding=True))
+
+
+def _owned_params(sqlite: bool, user_id: str, ids: Sequence[str]) -> dict[str, Any]:
+    """The values for an _owned() clause."""
+    if sqlite:
+        return {"owner": user_id, "ids": list(ids)}
+    return {"pairs": [(user_id, i) for i in ids]}
 
 
 def _attach_contexts(conn: Connection, user_id: str, found: dict[str, MemoryRow]) -> None:
     """Load the contexts of these memories, in their saved order."""
     if not found:
         return
-    rows = conn.execute(
-        select(memory_context)
-        .where(
-            _owned(conn, memory_context.c.user_id, memory_context.c.memory_id, user_id, list(found))
-        )
-        .order_by(memory_context.c.memory_id, memory_context.c.position)
-    ).all()
+    sqlite = is_sqlite(conn)
+    rows = conn.execute(_CONTEXTS_OF[sqlite], _owned_params(sqlite, user_id, list(found))).all()
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         grouped[r.memory_id].append(_context_dict(r._mapping))
     for mid, row in found.items():
         row.contexts = grouped.get(mid, [])
+
+
+# Built once per engine form (keyed by "is SQLite"), so SQLAlchemy reuses their cache keys.
+_GET_WITH_CONTEXTS = {
+    sqlite: _with_contexts(_owned(sqlite, memory.c.user_id, memory.c.id))
+    for sqlite in (True, False)
+}
+_CONTEXTS_OF = {
+    sqlite: select(memory_context)
+    .where(_owned(sqlite, memory_context.c.user_id, memory_context.c.memory_id))
+    .order_by(memory_context.c.memory_id, memory_context.c.position)
+    for sqlite in (True, False)
+}
 
 
 def _row(r: Any) -> MemoryRow:
