@@ -23,15 +23,20 @@ def _ctx(snippet, **kw):
     )
 
 
-def test_a_failing_context_insert_leaves_no_memory_behind(service):
-    # A real constraint violation inside the transaction: the second context breaks NOT NULL
-    # on both engines, after the memory row and the first context were written.
-    writing(service.engine, lambda c: store.insert_memory(c, OWNER, "kept", ["t"], [_ctx("a")]))
+def test_a_failing_insert_leaves_no_memory_behind(service):
+    # A real constraint violation: the second save reuses the first one's id (primary key), on
+    # both engines. (A failure after the memory row was written: test_a_failing_index_write_...
+    # below, and on MySQL/MariaDB, tests/store/test_batch.py.)
+    kept = writing(
+        service.engine, lambda c: store.insert_memory(c, OWNER, "kept", ["t"], [_ctx("a")])
+    )
     before = row_counts(service.engine)
     with pytest.raises(sa.exc.IntegrityError):
         writing(
             service.engine,
-            lambda c: store.insert_memory(c, OWNER, "lost", ["t"], [_ctx("ok"), _ctx(None)]),
+            lambda c: store.insert_memory(
+                c, OWNER, "lost", ["t"], [_ctx("ok"), _ctx("b")], memory_id=kept.id
+            ),
         )
     assert row_counts(service.engine) == before
     with reading(service.engine) as conn:

@@ -12,6 +12,7 @@ from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from memory_bank.search.analyzer import terms
+from memory_bank.store import batch
 from memory_bank.store.schema import memory_term, memory_user_stats
 
 K1 = 1.2
@@ -74,6 +75,43 @@ def index_memory(
     bump_stats(conn, user_id, 1, length)
 
 
+def index_statements(
+    user_id: str,
+    memory_id: str,
+    content: str,
+    tags: Iterable[str] = (),
+    snippets: Iterable[str] = (),
+) -> tuple[list[batch.Statement], int]:
+    """index_memory() as batch statements (postings INSERT, statistics UPDATE), and the length.
+
+    The UPDATE comes last: when it matched no row (the user's first memory), the caller runs
+    add_stats() after the batch, in the same transaction.
+    """
+    counts, length = document_counts(content, tags, snippets)
+    statements = []
+    if counts:
+        statements.append(
+            batch.insert(memory_term, posting_rows(user_id, memory_id, counts, length))
+        )
+    statements.append(
+        batch.Statement(
+            "UPDATE memory_user_stats SET doc_count = doc_count + %s, total_len = total_len + %s "
+            "WHERE user_id = %s",
+            (1, length, user_id),
+        )
+    )
+    return statements, length
+
+
+def add_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:
+    """Create or add to a user's statistics row (when an UPDATE found none)."""
+    values = {"owner": user_id, "docs": docs, "length": length}
+    if conn.dialect.name == "sqlite":
+        conn.execute(_UPSERT_STATS_SQLITE, values)
+    else:
+        conn.execute(_UPSERT_STATS_MYSQL, values)
+
+
 def unindex_memory(conn: Connection, user_id: str, memory_id: str) -> None:
     """Remove one memory's postings and update the user's statistics."""
     doc_len = conn.execute(
@@ -98,7 +136,7 @@ def bump_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:
     # Update first: the common case, and it locks only the user's existing row, where an
     # upsert's duplicate check would also take gap locks that concurrent first saves deadlock on.
     if conn.execute(_ADD_STATS, values).rowcount == 0:
-        conn.execute(_UPSERT_STATS_MYSQL, values)
+        add_stats(conn, user_id, docs, length)
 
 
 def document_count(conn: Connection, user_id: str, *, lock: bool = False) -> int:

@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from memory_bank.errors import ServiceUnavailable
+from memory_bank.store import batch
 
 log = logging.getLogger("memory_bank.store")
 T = TypeVar("T")
@@ -44,6 +45,11 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
             parsed = parsed.set(drivername="mysql+pymysql")
         query = dict(parsed.query)
         query.setdefault("charset", "utf8mb4")
+        if parsed.get_driver_name() in batch.DRIVERS:
+            # Several statements per round trip for a save (store/batch.py); SQLAlchemy adds
+            # FOUND_ROWS to whatever flags the URL gives.
+            flags = int(str(query.get("client_flag", 0)))
+            query["client_flag"] = str(flags | batch.MULTI_STATEMENTS)
         parsed = parsed.set(query=query)
         engine = create_engine(
             parsed,

@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, inser
 
 from memory_bank.ids import new_id, utcnow
 from memory_bank.search import index as search_index
+from memory_bank.store import batch
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.schema import memory, memory_context
 
@@ -70,20 +71,17 @@ def insert_memory(
     """Write a memory, its contexts and its index postings in the caller's transaction."""
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
-    conn.execute(
-        _INSERT_MEMORY,
-        {
-            "id": mid,
-            "user_id": owner.user_id,
-            "org_id": owner.org_id,
-            "content": content,
-            "tags": json.dumps(list(tags), ensure_ascii=False),
-            "source": owner.source,
-            "scope": "user",
-            "created_at": now,
-            "updated_at": now,
-        },
-    )
+    row = {
+        "id": mid,
+        "user_id": owner.user_id,
+        "org_id": owner.org_id,
+        "content": content,
+        "tags": json.dumps(list(tags), ensure_ascii=False),
+        "source": owner.source,
+        "scope": "user",
+        "created_at": now,
+        "updated_at": now,
+    }
     rows = [
         {
             "id": new_id("mctx"),
@@ -98,11 +96,23 @@ def insert_memory(
         }
         for pos, ctx in enumerate(contexts)
     ]
-    if rows:
-        conn.execute(_INSERT_CONTEXT, rows)
-    search_index.index_memory(
-        conn, owner.user_id, mid, content, tags, [ctx.snippet for ctx in contexts]
-    )
+    snippets = [ctx.snippet for ctx in contexts]
+    if batch.supported(conn):
+        # MySQL/MariaDB: the memory, its contexts, postings and statistics in one round trip
+        # instead of four (each costs 0.2-0.5 ms of driver work and network here).
+        statements = [batch.insert(memory, [row])]
+        if rows:
+            statements.append(batch.insert(memory_context, rows))
+        index_part, length = search_index.index_statements(
+            owner.user_id, mid, content, tags, snippets
+        )
+        if batch.execute(conn, statements + index_part)[-1] == 0:
+            search_index.add_stats(conn, owner.user_id, 1, length)
+    else:
+        conn.execute(_INSERT_MEMORY, row)
+        if rows:
+            conn.execute(_INSERT_CONTEXT, rows)
+        search_index.index_memory(conn, owner.user_id, mid, content, tags, snippets)
     return MemoryRow(
         id=mid,
         user_id=owner.user_id,

@@ -1,0 +1,78 @@
+"""Several write statements in one round trip on MySQL/MariaDB (a multi-statement batch)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.exc import DBAPIError
+
+# The client flag that lets one query carry several statements (the same bit in PyMySQL and
+# mysqlclient). make_engine() sets it on MySQL/MariaDB connections of these drivers.
+MULTI_STATEMENTS = 1 << 16
+DRIVERS = frozenset({"pymysql", "mysqldb"})
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a batch: driver SQL with %s marks, and its values in order."""
+
+    sql: str
+    params: tuple[Any, ...]
+
+
+def supported(conn: Connection) -> bool:
+    """Whether this connection sends batches in one round trip (MySQL/MariaDB, our drivers)."""
+    return conn.dialect.name in {"mysql", "mariadb"} and conn.dialect.driver in DRIVERS
+
+
+def insert(table: Table, rows: Sequence[Mapping[str, Any]]) -> Statement:
+    """A multi-row INSERT of rows (all with the same keys, which must be table columns)."""
+    columns = list(rows[0])
+    for name in columns:
+        table.c[name]  # a KeyError here is a programming error, never user input
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES " + ", ".join([one] * len(rows))
+    return Statement(sql, tuple(row[name] for row in rows for name in columns))
+
+
+def execute(conn: Connection, statements: Sequence[Statement]) -> list[int]:
+    """Run the statements in the caller's transaction in one round trip; their row counts.
+
+    Values are bound by the driver exactly as for any other statement: the batch joins
+    statements whose SQL is written here, never text from a request. The engine's
+    before_cursor_execute listeners see each statement on its own (the owner-scoping audit in
+    the test suite relies on that). A failing statement stops the batch and raises like
+    Connection.execute would; the caller's transaction then rolls back what ran before it.
+    """
+    dbapi_conn = conn.connection.dbapi_connection
+    assert dbapi_conn is not None
+    cursor = dbapi_conn.cursor()
+    sql = ";\n".join(s.sql for s in statements)
+    params = tuple(value for s in statements for value in s.params)
+    try:
+        for s in statements:
+            conn.dispatch.before_cursor_execute(conn, cursor, s.sql, s.params, None, False)
+        cursor.execute(sql, params)
+        counts = [cursor.rowcount]
+        while cursor.nextset():
+            counts.append(cursor.rowcount)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        invalidated = conn.dialect.is_disconnect(exc, dbapi_conn, cursor)
+        if invalidated:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(
+            sql,
+            params,
+            exc,
+            conn.dialect.loaded_dbapi.Error,
+            connection_invalidated=invalidated,
+            dialect=conn.dialect,
+        ) from exc
+    finally:
+        cursor.close()
+    if len(counts) != len(statements):
+        raise RuntimeError(f"batch ran {len(counts)} of {len(statements)} statements")
+    return counts

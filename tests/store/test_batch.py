@@ -1,0 +1,137 @@
+"""A save's statements in one round trip on MySQL/MariaDB, all or nothing like any other write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from contract import row_counts
+from memory_bank.search import index as search_index
+from memory_bank.store import batch
+from memory_bank.store import memories as store
+from memory_bank.store.engine import make_engine, reading, writing
+from memory_bank.store.migrate import migrate
+from memory_bank.store.schema import memory, memory_user_stats
+
+OWNER = store.Owner("alice", None, "test")
+CONTEXTS = [
+    store.NewContext("Acme raised prices again", "c1", "m1", None),
+    store.NewContext("Globex is cheaper", "c1", "m2", "active_conversation"),
+]
+
+
+@pytest.fixture
+def counted_engine(mariadb_url: str) -> Iterator[tuple[sa.Engine, list[str]]]:
+    """A one-connection PyMySQL pool on the test database, and the queries its driver sends."""
+    engine = make_engine(mariadb_url, pool_size=1)
+    migrate(engine)
+    sent: list[str] = []
+    original = engine.pool._creator  # type: ignore[attr-defined]
+
+    def creator() -> object:
+        raw = original()
+        query, commit = raw.query, raw.commit
+
+        def counted_query(sql: str, *args: object, **kwargs: object) -> object:
+            sent.append(sql.split(None, 1)[0].upper())
+            return query(sql, *args, **kwargs)
+
+        def counted_commit() -> object:
+            sent.append("COMMIT")
+            return commit()
+
+        raw.query, raw.commit = counted_query, counted_commit
+        return raw
+
+    engine.pool._creator = creator  # type: ignore[attr-defined]
+    engine.pool.dispose()
+    with reading(engine) as conn:  # connect now, so set-up queries are not counted
+        conn.exec_driver_sql("SELECT 1")
+    sent.clear()
+    yield engine, sent
+    engine.dispose()
+
+
+def test_mysql_connections_may_send_several_statements_at_once(mariadb_url):
+    engine = make_engine(mariadb_url, pool_size=1)
+    with engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw.client_flag & batch.MULTI_STATEMENTS
+        assert batch.supported(conn)
+    engine.dispose()
+
+
+def test_sqlite_runs_statements_one_by_one(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'one.db'}")
+    with engine.connect() as conn:
+        assert not batch.supported(conn)
+    engine.dispose()
+
+
+def test_a_save_is_one_query_and_a_commit_on_mariadb(counted_engine):
+    engine, sent = counted_engine
+    # The user's first save also creates the statistics row: the batch's UPDATE matched nothing.
+    writing(engine, lambda c: store.insert_memory(c, OWNER, "first", ["t"], CONTEXTS))
+    assert sent == ["INSERT", "INSERT", "COMMIT"]
+    sent.clear()
+    saved = writing(
+        engine, lambda c: store.insert_memory(c, OWNER, "We dropped Acme", ["vendors"], CONTEXTS)
+    )
+    assert sent == ["INSERT", "COMMIT"]
+    with reading(engine) as conn:
+        stats = conn.execute(sa.select(memory_user_stats)).one()
+        assert (stats.user_id, stats.doc_count) == ("alice", 2)
+        found = store.get_memories(conn, "alice", [saved.id])[saved.id]
+        hits = search_index.search(conn, "alice", "acme", 10)
+    assert [c["snippet"] for c in found.contexts] == [c.snippet for c in CONTEXTS]
+    assert found.contexts[1]["origin"] == "active_conversation"
+    # Both memories' contexts mention Acme; only the second's content does, so it ranks first.
+    assert len(hits) == 2 and hits[0][0] == saved.id
+
+
+def test_a_statement_failing_mid_batch_undoes_the_ones_before_it(counted_engine):
+    engine, _sent = counted_engine
+    writing(engine, lambda c: store.insert_memory(c, OWNER, "kept", [], CONTEXTS))
+    before = row_counts(engine)
+    taken = {"id": "mem_same", "user_id": "alice", "org_id": None, "content": "x", "tags": "[]"}
+    taken |= {"source": "t", "scope": "user", "created_at": "2026-12-02 10:00:00"}
+    taken |= {"updated_at": "2026-12-02 10:00:00"}
+    again = batch.insert(memory, [taken])
+    with pytest.raises(sa.exc.IntegrityError):
+        # The first INSERT succeeds inside the transaction, the second breaks the primary key.
+        writing(engine, lambda c: batch.execute(c, [again, again]))
+    assert row_counts(engine) == before
+    # The connection is still good for the next request.
+    writing(engine, lambda c: store.insert_memory(c, OWNER, "after", [], []))
+    with reading(engine) as conn:
+        assert store.list_memories(conn, "alice", 5, None)[0].content == "after"
+
+
+def test_every_statement_of_a_batch_is_seen_by_cursor_listeners(counted_engine):
+    engine, _sent = counted_engine
+    seen: list[str] = []
+
+    def capture(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()[:3]))
+
+    sa.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        writing(engine, lambda c: store.insert_memory(c, OWNER, "seen", ["t"], CONTEXTS))
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", capture)
+    assert seen[:4] == [
+        "INSERT INTO memory",
+        "INSERT INTO memory_context",
+        "INSERT INTO memory_term",
+        "UPDATE memory_user_stats SET",
+    ]
+
+
+def test_a_batch_insert_names_only_table_columns():
+    with pytest.raises(KeyError):
+        batch.insert(memory, [{"id": "mem_x", "content; DROP TABLE memory": "x"}])
+    statement = batch.insert(memory, [{"id": "a", "content": "b"}, {"id": "c", "content": "d"}])
+    assert statement.sql == "INSERT INTO memory (id, content) VALUES (%s, %s), (%s, %s)"
+    assert statement.params == ("a", "b", "c", "d")
