@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
+from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.store import keys
@@ -137,7 +138,7 @@ def make_service(settings: Settings) -> Iterator[Callable[..., Service]]:
     yield build
     for service in built:
         service.client.__exit__(None, None, None)
-        service.engine.dispose()
+        app_state.dispose(state_of(service.app))
 
 
 @pytest.fixture

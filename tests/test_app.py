@@ -6,6 +6,7 @@ import pytest
 import yaml
 from connexion.exceptions import InvalidSpecification
 
+from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec
@@ -54,4 +55,4 @@ def test_the_shipped_spec_builds(sqlite_settings):
     app = create_app(sqlite_settings)
     state = state_of(app)
     assert state.required_scopes["postMemory"] == ("mcp:write",)
-    state.engine.dispose()
+    app_state.dispose(state)

@@ -25,7 +25,7 @@ from memory_bank.middleware import OuterMiddleware
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, spec_methods
 from memory_bank.state import STATE_KEY, AppState
-from memory_bank.store.engine import make_engine
+from memory_bank.store.engine import make_auth_engine, make_engine
 from memory_bank.store.migrate import migrate, signing_secret
 from memory_bank.validation import NamingParameterValidator
 from memory_bank.web import routes as panel_routes
@@ -63,6 +63,7 @@ def create_app(
         engine=engine,
         secret=signing_secret(engine),
         spec=spec,
+        auth_engine=make_auth_engine(engine),
         required_scopes=scopes_from_spec(spec),
     )
     handlers = _handlers()

@@ -70,7 +70,7 @@ def bearer_info(token: str, request: Any) -> dict[str, Any]:
     memory_route = str(request.scope.get("path", "")).startswith(MEMORY_ROUTES)
     # One statement for the key and the user's switches: each round trip counts on
     # MySQL/MariaDB, and this runs on every request.
-    with reading(state.engine) as conn:
+    with reading(state.auth_engine) as conn:
         if memory_route:
             found = keys.find_key_and_switches(conn, token)
             record, prefs = found if found is not None else (None, None)

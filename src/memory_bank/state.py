@@ -9,6 +9,7 @@ from connexion import context as connexion_context
 from sqlalchemy import Engine
 
 from memory_bank.settings import Settings
+from memory_bank.store.engine import dispose_engines
 
 STATE_KEY = "memory_bank"
 
@@ -21,9 +22,16 @@ class AppState:
     engine: Engine
     secret: bytes
     spec: dict[str, Any]
+    # The pool for the credential check (store.engine.make_auth_engine); may be engine itself.
+    auth_engine: Engine
     # operationId -> scopes its security requirement lists (enforced in auth.bearer_info).
     required_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+def dispose(state: AppState) -> None:
+    """Close the app's database pools."""
+    dispose_engines(state.engine, state.auth_engine)
 
 
 def current() -> AppState:

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
+from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.store import keys
@@ -45,7 +46,7 @@ def client(mysqldb_url: str) -> Iterator[tuple[TestClient, dict[str, str]]]:
     secret, _ = writing(engine, lambda c: keys.create_key(c, "driver-user", keys.ALL_SCOPES, "t"))
     with TestClient(app) as http:
         yield http, {"Authorization": f"Bearer {secret}"}
-    engine.dispose()
+    app_state.dispose(state_of(app))
 
 
 def test_save_search_list_delete_through_mysqlclient(client):

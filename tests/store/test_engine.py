@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from memory_bank.errors import ServiceUnavailable
 from memory_bank.store import engine as engine_module
-from memory_bank.store.engine import make_engine, reading
+from memory_bank.store.engine import make_engine, reading, writing
 
 
 @pytest.fixture
@@ -85,3 +85,32 @@ def test_a_connection_killed_while_busy_fails_once_then_the_pool_recovers(
         conn.exec_driver_sql("SELECT 1")
     # ... and the pool was invalidated, so the next request connects afresh.
     assert _server_side_id(mariadb_engine) != first
+
+
+def test_the_auth_pool_reads_without_a_transaction_to_roll_back(mariadb_url):
+    main = make_engine(mariadb_url, pool_size=1)
+    auth = engine_module.make_auth_engine(main)
+    assert auth is not main
+    sent: list[str] = []
+    with auth.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        rollback, query = raw.rollback, raw.query
+        raw.rollback = lambda: sent.append("ROLLBACK") or rollback()
+        raw.query = lambda sql, *a, **k: sent.append(sql.split()[0].upper()) or query(sql, *a, **k)
+    writing(main, lambda c: c.exec_driver_sql("CREATE TABLE IF NOT EXISTS auth_probe (v INT)"))
+    writing(main, lambda c: c.exec_driver_sql("DELETE FROM auth_probe"))
+    for expected in (1, 2):
+        # A commit by another connection is seen at once: no snapshot is held between checks
+        # (a revoked key is refused on the very next request).
+        writing(main, lambda c: c.exec_driver_sql("INSERT INTO auth_probe VALUES (1)"))
+        with reading(auth) as conn:
+            assert conn.exec_driver_sql("SELECT COUNT(*) FROM auth_probe").scalar_one() == expected
+    assert sent == ["SELECT", "SELECT"]
+    writing(main, lambda c: c.exec_driver_sql("DROP TABLE auth_probe"))
+    engine_module.dispose_engines(main, auth, main)
+
+
+def test_sqlite_checks_credentials_on_its_one_engine(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'auth.db'}")
+    assert engine_module.make_auth_engine(engine) is engine
+    engine_module.dispose_engines(engine, engine)

@@ -14,6 +14,7 @@ import anyio
 import httpx
 from mcp.server.stdio import stdio_server
 
+from memory_bank import state as app_state
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
@@ -88,7 +89,7 @@ def _client(
         # A host that closed our stdin sends SIGTERM after a short grace; let the revoke finish.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _revoke(state.engine, record.id)
-        state.engine.dispose()
+        app_state.dispose(state)
 
 
 def _revoke(engine: Any, key_id: str) -> None:
