@@ -10,6 +10,8 @@ def handler_threads(pool_size: int) -> int:
 
     One connection is left for the credential check, which runs on the event loop: were every
     pooled connection held by a handler, that check would block the loop until one came back.
+    (On MySQL/MariaDB the check has a pool of its own, store.engine.make_auth_engine; the spare
+    connection matters on SQLite, and the cap is kept the same on both.)
     """
     return max(1, 2 * pool_size - 1)
 

@@ -81,9 +81,10 @@ def make_auth_engine(engine: Engine) -> Engine:
 
     On MySQL/MariaDB a separate small pool in autocommit mode: the check is one SELECT, and on
     the main pool its implicit transaction would cost a ROLLBACK round trip when the connection
-    goes back (0.2-0.3 ms a request here). It runs on the event loop, one at a time per
-    process, so two connections (plus two overflow) are plenty. SQLite: the engine itself
-    (its ROLLBACK is a function call). Dispose of it with dispose_engines().
+    goes back (about 0.1 ms a request here, measured in docs/benchmarks.md). It runs on the
+    event loop, one at a time per process, so two connections (plus two overflow) are plenty.
+    SQLite: the engine itself (its ROLLBACK is a function call). Dispose of it with
+    dispose_engines().
     """
     if is_sqlite(engine):
         return engine
