@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import connexion
+from connexion.datastructures import MediaTypeDict
 from connexion.exceptions import ProblemException
 from connexion.jsonifier import Jsonifier
 from connexion.middleware import MiddlewarePosition
 from connexion.resolver import Resolver
+from connexion.validators import VALIDATOR_MAP
 from starlette.exceptions import HTTPException
 
 from memory_bank import cors, logs, metrics, problems, ratelimit
@@ -27,7 +29,7 @@ from memory_bank.spec import load_spec, spec_methods
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store.engine import make_auth_engine, make_engine
 from memory_bank.store.migrate import migrate, signing_secret
-from memory_bank.validation import NamingParameterValidator
+from memory_bank.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.web import routes as panel_routes
 
 log = logging.getLogger("memory_bank")
@@ -77,7 +79,11 @@ def create_app(
         load_spec(spec_file),
         resolver=Resolver(function_resolver=lambda op_id: handlers[op_id]),
         strict_validation=True,
-        validator_map={"parameter": NamingParameterValidator},
+        validator_map={
+            "parameter": NamingParameterValidator,
+            # Connexion's body validators, with JSON checked by a compiled schema first.
+            "body": MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": CompiledJSONBodyValidator}),
+        },
         jsonifier=Jsonifier(json),
         validate_responses=settings.validate_responses,
         swagger_ui_options=connexion.options.SwaggerUIOptions(
