@@ -135,3 +135,55 @@ def test_a_batch_insert_names_only_table_columns():
     statement = batch.insert(memory, [{"id": "a", "content": "b"}, {"id": "c", "content": "d"}])
     assert statement.sql == "INSERT INTO memory (id, content) VALUES (%s, %s), (%s, %s)"
     assert statement.params == ("a", "b", "c", "d")
+
+
+def _key_statement() -> sa.Select:
+    from memory_bank.store.keys import _FIND_WITH_SWITCHES
+
+    return _FIND_WITH_SWITCHES
+
+
+@pytest.mark.parametrize("driver", ["pymysql", "mysqldb"])
+def test_the_key_lookup_reads_through_the_driver_with_sqlalchemys_answer(mariadb_url, driver):
+    from memory_bank.store import keys, user_settings
+
+    url = sa.engine.make_url(mariadb_url).set(drivername=f"mysql+{driver}")
+    engine = make_engine(url.render_as_string(hide_password=False), pool_size=1)
+    migrate(engine)
+    secret, record = writing(engine, lambda c: keys.create_key(c, "alice", ("mcp:read",), "t"))
+    writing(engine, lambda c: user_settings.change(c, "alice", review_required=True))
+    prefix = secret[len(keys.KEY_PREFIX) :][:12]
+    with reading(engine) as conn:
+        raw = batch.fetch_one(conn, _key_statement(), {"prefix": prefix})
+        through_sqlalchemy = dict(conn.execute(_key_statement(), {"prefix": prefix}).one()._mapping)
+        missing = batch.fetch_one(conn, _key_statement(), {"prefix": "no-such-key"})
+        found = keys.find_key_and_switches(conn, secret)
+    engine.dispose()
+    assert raw == through_sqlalchemy
+    assert raw["user_id"] == "alice" and bool(raw["review_required"]) is True
+    assert missing is None
+    assert found is not None and found[0] == record and found[1].review_required is True
+
+
+def test_a_driver_read_is_seen_by_listeners_and_fails_like_sqlalchemy(counted_engine):
+    engine, sent = counted_engine
+    seen: list[str] = []
+
+    def capture(_conn, _cursor, statement, *_args):
+        seen.append(statement.split()[0])
+
+    sa.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        with reading(engine) as conn:
+            assert batch.fetch_one(conn, _key_statement(), {"prefix": "x"}) is None
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", capture)
+    assert seen == ["SELECT"] and sent == ["SELECT"]  # one statement, one round trip
+    broken = sa.select(sa.literal_column("no_such_column")).select_from(memory)
+    with reading(engine) as conn, pytest.raises(sa.exc.DBAPIError) as through_sqlalchemy:
+        conn.execute(broken)
+    with reading(engine) as conn, pytest.raises(through_sqlalchemy.type) as raw:
+        batch.fetch_one(conn, broken, {})
+    assert raw.value.orig.args == through_sqlalchemy.value.orig.args
+    with reading(engine) as conn:  # the pool is still good
+        assert batch.fetch_one(conn, _key_statement(), {"prefix": "x"}) is None

@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, bindparam, insert, select, update
+from sqlalchemy import Connection, Select, bindparam, insert, select, update
 
 from memory_bank.ids import new_id, utcnow
+from memory_bank.store import batch
 from memory_bank.store.schema import api_key, user_settings
 from memory_bank.store.user_settings import UserSettings
 
@@ -115,17 +117,23 @@ def find_key_and_switches(conn: Connection, secret: str) -> tuple[KeyRecord, Use
     found = _lookup(conn, secret, _FIND_WITH_SWITCHES)
     if found is None:
         return None
-    switches = UserSettings(bool(found.review_required), bool(found.memory_disabled))
+    switches = UserSettings(bool(found["review_required"]), bool(found["memory_disabled"]))
     return _record(found), switches
 
 
-def _lookup(conn: Connection, secret: str, statement: Select[Any]) -> Row[Any] | None:
+def _lookup(conn: Connection, secret: str, statement: Select[Any]) -> Mapping[str, Any] | None:
     """The api_key row (plus whatever the statement adds) whose hash matches the secret."""
     if not secret.startswith(KEY_PREFIX) or len(secret) < len(KEY_PREFIX) + 12:
         return None
     prefix = secret[len(KEY_PREFIX) : len(KEY_PREFIX) + 12]
-    row = conn.execute(statement, {"prefix": prefix}).first()
-    if row is None or not hmac.compare_digest(row.secret_hash, _hash(secret)):
+    row: Mapping[str, Any] | None
+    if batch.supported(conn):
+        # MySQL/MariaDB: straight through the driver (this runs on every request).
+        row = batch.fetch_one(conn, statement, {"prefix": prefix})
+    else:
+        found = conn.execute(statement, {"prefix": prefix}).first()
+        row = None if found is None else dict(found._mapping)
+    if row is None or not hmac.compare_digest(row["secret_hash"], _hash(secret)):
         return None
     return row
 
@@ -151,7 +159,7 @@ def list_keys(conn: Connection, user_id: str | None = None) -> list[KeyRecord]:
     stmt = select(api_key).order_by(api_key.c.id)
     if user_id is not None:
         stmt = stmt.where(api_key.c.user_id == user_id)
-    return [_record(r) for r in conn.execute(stmt).all()]
+    return [_record(dict(r._mapping)) for r in conn.execute(stmt).all()]
 
 
 def revoke_key(conn: Connection, key_id: str) -> bool:
@@ -169,9 +177,8 @@ def count_keys(conn: Connection) -> int:
     return len(conn.execute(select(api_key.c.id)).all())
 
 
-def _record(row: object) -> KeyRecord:
-    """A key record from a result row."""
-    r = row._mapping  # type: ignore[attr-defined]
+def _record(r: Mapping[str, Any]) -> KeyRecord:
+    """A key record from a result row's mapping."""
     return KeyRecord(
         id=r["id"],
         prefix=r["prefix"],
