@@ -86,7 +86,8 @@ def save(
 
     def work(conn: Connection) -> store.MemoryRow:
         check_quota(conn, principal.user_id, max_memories)
-        return store.insert_memory(conn, owner, content, tags, contexts)
+        # The insert is the transaction's last step, so its COMMIT may ride along with it.
+        return store.insert_memory(conn, owner, content, tags, contexts, commit=True)
 
     return shape(writing(engine, work))
 

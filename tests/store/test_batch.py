@@ -72,9 +72,9 @@ def test_sqlite_runs_statements_one_by_one(tmp_path):
 
 def test_a_save_is_one_query_and_a_commit_on_mariadb(counted_engine):
     engine, sent = counted_engine
-    # The user's first save also creates the statistics row: the batch's UPDATE matched nothing.
+    # The user's first save also creates the statistics row, inside the same batch.
     writing(engine, lambda c: store.insert_memory(c, OWNER, "first", ["t"], CONTEXTS))
-    assert sent == ["INSERT", "INSERT", "COMMIT"]
+    assert sent == ["INSERT", "COMMIT"]
     sent.clear()
     saved = writing(
         engine, lambda c: store.insert_memory(c, OWNER, "We dropped Acme", ["vendors"], CONTEXTS)
@@ -89,6 +89,68 @@ def test_a_save_is_one_query_and_a_commit_on_mariadb(counted_engine):
     assert found.contexts[1]["origin"] == "active_conversation"
     # Both memories' contexts mention Acme; only the second's content does, so it ranks first.
     assert len(hits) == 2 and hits[0][0] == saved.id
+
+
+def _stats(url: str) -> list[tuple[str, int, int]]:
+    """Every user's statistics, read on a connection of a separate engine."""
+    other = make_engine(url, pool_size=1)
+    with reading(other) as conn:
+        rows = conn.execute(sa.select(memory_user_stats).order_by("user_id")).all()
+    other.dispose()
+    return [(r.user_id, r.doc_count, r.total_len) for r in rows]
+
+
+def test_a_save_that_ends_its_transaction_commits_in_the_same_round_trip(counted_engine):
+    engine, sent = counted_engine
+    url = engine.url.render_as_string(hide_password=False)
+    carol, dave = store.Owner("carol", None, "test"), store.Owner("dave", None, "test")
+    before = row_counts(engine)
+    sent.clear()
+
+    def save(content: str, owner: store.Owner) -> store.MemoryRow:
+        return writing(
+            engine, lambda c: store.insert_memory(c, owner, content, [], CONTEXTS, commit=True)
+        )
+
+    first = save("first words", carol)  # creates carol's statistics row
+    second = save("second words here", carol)
+    other = save("dave's words", dave)
+    assert sent == ["INSERT", "INSERT", "INSERT"]  # one round trip each, no COMMIT of its own
+    assert row_counts(engine)["memory"] == before["memory"] + 3
+    # Committed: another connection sees the rows and the right statistics.
+    stats = {user: docs for user, docs, _ in _stats(url)}
+    assert (stats["carol"], stats["dave"]) == (2, 1)
+    elsewhere = make_engine(url, pool_size=1)
+    with reading(elsewhere) as conn:
+        found = store.get_memories(conn, "carol", [first.id, second.id, other.id])
+    elsewhere.dispose()
+    assert set(found) == {first.id, second.id}
+    # The skipped commit was that transaction's only: the next one commits as usual.
+    sent.clear()
+    writing(engine, lambda c: store.insert_memory(c, carol, "plain", [], []))
+    assert sent == ["INSERT", "COMMIT"]
+    assert {user: docs for user, docs, _ in _stats(url)}["carol"] == 3
+
+
+def test_a_committing_batch_that_fails_saves_nothing_and_the_next_commit_is_sent(
+    counted_engine,
+):
+    engine, sent = counted_engine
+    kept = writing(engine, lambda c: store.insert_memory(c, OWNER, "kept", [], CONTEXTS))
+    before = row_counts(engine)
+    with pytest.raises(sa.exc.IntegrityError):
+        # Same id: the memory INSERT fails, so neither the rest nor the COMMIT runs.
+        writing(
+            engine,
+            lambda c: store.insert_memory(
+                c, OWNER, "lost", [], CONTEXTS, memory_id=kept.id, commit=True
+            ),
+        )
+    assert row_counts(engine) == before
+    sent.clear()
+    writing(engine, lambda c: store.insert_memory(c, OWNER, "after", [], []))
+    assert sent == ["INSERT", "COMMIT"]
+    assert row_counts(engine)["memory"] == before["memory"] + 1
 
 
 def test_a_statement_failing_mid_batch_undoes_the_ones_before_it(counted_engine):
@@ -121,11 +183,12 @@ def test_every_statement_of_a_batch_is_seen_by_cursor_listeners(counted_engine):
         writing(engine, lambda c: store.insert_memory(c, OWNER, "seen", ["t"], CONTEXTS))
     finally:
         sa.event.remove(engine, "before_cursor_execute", capture)
-    assert seen[:4] == [
+    assert seen[:5] == [
         "INSERT INTO memory",
         "INSERT INTO memory_context",
         "INSERT INTO memory_term",
         "UPDATE memory_user_stats SET",
+        "INSERT INTO memory_user_stats",
     ]
 
 

@@ -81,11 +81,13 @@ def index_statements(
     content: str,
     tags: Iterable[str] = (),
     snippets: Iterable[str] = (),
-) -> tuple[list[batch.Statement], int]:
-    """index_memory() as batch statements (postings INSERT, statistics UPDATE), and the length.
+) -> list[batch.Statement]:
+    """index_memory() as batch statements for MySQL/MariaDB: postings, then statistics.
 
-    The UPDATE comes last: when it matched no row (the user's first memory), the caller runs
-    add_stats() after the batch, in the same transaction.
+    The statistics are an UPDATE of the user's row and an INSERT of it that happens only when
+    the UPDATE matched nothing (the user's first memory), tested with ROW_COUNT() in the same
+    batch, so no answer has to come back before the batch can commit. The common case stays a
+    plain UPDATE, locking only the user's existing row (see bump_stats).
     """
     counts, length = document_counts(content, tags, snippets)
     statements = []
@@ -100,7 +102,15 @@ def index_statements(
             (1, length, user_id),
         )
     )
-    return statements, length
+    statements.append(
+        batch.Statement(
+            "INSERT INTO memory_user_stats (user_id, doc_count, total_len) "
+            "SELECT %s, %s, %s FROM DUAL WHERE ROW_COUNT() = 0 "
+            "ON DUPLICATE KEY UPDATE doc_count = doc_count + %s, total_len = total_len + %s",
+            (user_id, 1, length, 1, length),
+        )
+    )
+    return statements
 
 
 def add_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:

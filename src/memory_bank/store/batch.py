@@ -4,6 +4,7 @@ multi-statement batch (one round trip), and the per-request credential lookup.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -40,7 +41,16 @@ def insert(table: Table, rows: Sequence[Mapping[str, Any]]) -> Statement:
     return Statement(sql, tuple(row[name] for row in rows for name in columns))
 
 
-def execute(conn: Connection, statements: Sequence[Statement]) -> list[int]:
+COMMIT = Statement("COMMIT", ())
+
+# DBAPI connections whose transaction a batch has just committed: SQLAlchemy's own commit of
+# that transaction then sends nothing (make_engine() installs skip_commit_after_batch()).
+_committed: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def execute(
+    conn: Connection, statements: Sequence[Statement], *, commit: bool = False
+) -> list[int]:
     """Run the statements in the caller's transaction in one round trip; their row counts.
 
     Values are bound by the driver exactly as for any other statement: the batch joins
@@ -48,7 +58,13 @@ def execute(conn: Connection, statements: Sequence[Statement]) -> list[int]:
     before_cursor_execute listeners see each statement on its own (the owner-scoping audit in
     the test suite relies on that). A failing statement stops the batch and raises like
     Connection.execute would; the caller's transaction then rolls back what ran before it.
+
+    commit=True ends the batch with COMMIT, saving the commit's own round trip (0.3-0.4 ms of a
+    save here). Only for the last write of a transaction: once it returns the work is durable,
+    and the caller's commit that follows is skipped at the driver.
     """
+    if commit:
+        statements = [*statements, COMMIT]
     dbapi_conn = conn.connection.dbapi_connection
     assert dbapi_conn is not None
     cursor = dbapi_conn.cursor()
@@ -67,7 +83,33 @@ def execute(conn: Connection, statements: Sequence[Statement]) -> list[int]:
         cursor.close()
     if len(counts) != len(statements):
         raise RuntimeError(f"batch ran {len(counts)} of {len(statements)} statements")
+    if commit:
+        _committed.add(dbapi_conn)
+        return counts[:-1]
     return counts
+
+
+def skip_commit_after_batch(dialect: Any) -> None:
+    """Make this dialect's commit a no-op right after a batch has committed (execute above).
+
+    SQLAlchemy ends every transaction with the driver's commit(), a round trip of its own even
+    when the server has nothing left to commit. A rollback instead (the caller failed after a
+    committed batch) clears the mark too, so it never carries over to the next transaction.
+    """
+    commit, rollback = dialect.do_commit, dialect.do_rollback
+
+    def do_commit(dbapi_connection: Any) -> None:
+        raw = getattr(dbapi_connection, "dbapi_connection", dbapi_connection)
+        if raw in _committed:
+            _committed.discard(raw)
+            return
+        commit(dbapi_connection)
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        _committed.discard(getattr(dbapi_connection, "dbapi_connection", dbapi_connection))
+        rollback(dbapi_connection)
+
+    dialect.do_commit, dialect.do_rollback = do_commit, do_rollback
 
 
 def fetch_one(

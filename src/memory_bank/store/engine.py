@@ -72,6 +72,8 @@ def make_engine(url: str, pool_size: int = 10, *, autocommit: bool = False) -> E
             connect_args={"connect_timeout": 3, "read_timeout": 30, "write_timeout": 30},
         )
         _ping_when_idle(engine)
+        if not autocommit:
+            batch.skip_commit_after_batch(engine.dialect)
         return engine
     raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
 

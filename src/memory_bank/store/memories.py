@@ -67,8 +67,14 @@ def insert_memory(
     *,
     memory_id: str | None = None,
     created_at: datetime | None = None,
+    commit: bool = False,
 ) -> MemoryRow:
-    """Write a memory, its contexts and its index postings in the caller's transaction."""
+    """Write a memory, its contexts and its index postings in the caller's transaction.
+
+    commit=True, for a caller whose transaction ends with this write: on MySQL/MariaDB the
+    COMMIT then travels in the same round trip as the writes (batch.execute); elsewhere the
+    caller's transaction commits as usual.
+    """
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
     row = {
@@ -98,16 +104,13 @@ def insert_memory(
     ]
     snippets = [ctx.snippet for ctx in contexts]
     if batch.supported(conn):
-        # MySQL/MariaDB: the memory, its contexts, postings and statistics in one round trip
-        # instead of four (each costs 0.2-0.5 ms of driver work and network here).
+        # MySQL/MariaDB: the memory, its contexts, postings and statistics (and the COMMIT) in
+        # one round trip instead of five (each costs 0.1-0.5 ms of driver work and network here).
         statements = [batch.insert(memory, [row])]
         if rows:
             statements.append(batch.insert(memory_context, rows))
-        index_part, length = search_index.index_statements(
-            owner.user_id, mid, content, tags, snippets
-        )
-        if batch.execute(conn, statements + index_part)[-1] == 0:
-            search_index.add_stats(conn, owner.user_id, 1, length)
+        statements += search_index.index_statements(owner.user_id, mid, content, tags, snippets)
+        batch.execute(conn, statements, commit=commit)
     else:
         conn.execute(_INSERT_MEMORY, row)
         if rows:
