@@ -122,11 +122,19 @@ def fetch_one(
     The statement is compiled by SQLAlchemy for the connection's dialect (cached per
     dialect), its values are bound by the driver, and listeners see it as usual. Only for
     columns the driver already returns as their Python type (strings, numbers, datetimes).
+
+    Only on a connection in autocommit mode (the credential pool's): elsewhere the SELECT
+    would open a transaction SQLAlchemy does not know about, nothing would end it, and the
+    pooled connection would keep reading that old snapshot. Other connections go through
+    SQLAlchemy, which ends what it begins.
     """
-    sql, names, columns = _compiled(conn, statement)
-    args: Any = tuple(params[n] for n in names) if names is not None else dict(params)
     dbapi_conn = conn.connection.dbapi_connection
     assert dbapi_conn is not None
+    if not dbapi_conn.get_autocommit():
+        found = conn.execute(statement, dict(params)).first()
+        return None if found is None else dict(found._mapping)
+    sql, names, columns = _compiled(conn, statement)
+    args: Any = tuple(params[n] for n in names) if names is not None else dict(params)
     cursor = dbapi_conn.cursor()
     try:
         conn.dispatch.before_cursor_execute(conn, cursor, sql, args, None, False)
