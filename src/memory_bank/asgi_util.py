@@ -17,6 +17,16 @@ def header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def expect_operation_id(scope: Scope) -> None:
+    """Make the operation Connexion routes this request to visible here, afterwards.
+
+    Connexion records it in scope["extensions"], creating that dict when it is missing, but by
+    then it holds a copy of the scope: under uvicorn, which sends no "extensions", the record
+    was lost and every request counted as "other". A dict made here is shared by the copies.
+    """
+    scope.setdefault("extensions", {})
+
+
 def operation_id(scope: Scope) -> str:
     """The spec operation Connexion routed this request to, or a stand-in for other routes."""
     routing = scope.get("extensions", {}).get("connexion_routing", {})

@@ -159,6 +159,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         port=port,
         workers=workers,
         log_level=settings.log_level.lower(),
+        # The service writes its own access line (logs.py): JSON, once, and without the query
+        # string, which holds search words (the user's content). Uvicorn's would repeat it.
+        access_log=False,
         proxy_headers=False,
     )
     return 0

@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.asgi_util import header, operation_id
+from memory_bank.asgi_util import expect_operation_id, header, operation_id
 
 ACCESS_LOGGER = "memory_bank.access"
 REQUEST_ID_HEADER = b"x-request-id"
@@ -61,6 +61,7 @@ class RequestLogMiddleware:
             return
         rid = request_id(scope)
         scope.setdefault("state", {})["request_id"] = rid
+        expect_operation_id(scope)
         started = time.perf_counter()
         status = 500
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.asgi_util import operation_id
+from memory_bank.asgi_util import expect_operation_id, operation_id
 
 METRICS_PATH = "/metrics"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -95,6 +95,7 @@ class MetricsMiddleware:
         if scope.get("path") == METRICS_PATH and scope.get("method") in {"GET", "HEAD"}:
             await self._serve(send)
             return
+        expect_operation_id(scope)
         started = time.perf_counter()
         status = 500
 
