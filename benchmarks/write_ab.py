@@ -94,7 +94,10 @@ def main() -> None:
             cells = []
             for name in sources:
                 mean, median = statistics.mean(times[name]), statistics.median(times[name])
-                cells.append(f"{name} {1 / mean:4.0f}/s (median {median * 1e3:.2f} ms)")
+                p99 = sorted(times[name])[int(len(times[name]) * 0.99)]
+                cells.append(
+                    f"{name} {1 / mean:4.0f}/s (median {median * 1e3:.2f} ms, p99 {p99 * 1e3:.1f})"
+                )
             ratio = statistics.mean(times["before"]) / statistics.mean(times["after"])
             print(f"  {engine:8} " + "  ".join(cells) + f"  after/before {ratio:.2f}x")
 

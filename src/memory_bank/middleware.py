@@ -10,6 +10,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memory_bank.concurrency import limit_handler_threads
 from memory_bank.errors import PROBLEM_JSON, encode, problem_body
 from memory_bank.state import STATE_KEY, AppState
+from memory_bank.store import checkpoint
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -32,6 +33,10 @@ class OuterMiddleware:
         if scope["type"] == "lifespan":
             # Start-up runs inside the server's event loop, whose thread pool this sizes.
             limit_handler_threads(self.state.settings.db_pool_size)
+            # The lifespan lasts as long as the app serves: SQLite's checkpoints run beside it.
+            with checkpoint.in_background(self.state.engine):
+                await self.app(scope, receive, send)
+            return
         if scope["type"] not in {"http", "websocket"}:
             await self.app(scope, receive, send)
             return

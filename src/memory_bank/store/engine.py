@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from memory_bank.errors import ServiceUnavailable
-from memory_bank.store import batch
+from memory_bank.store import batch, checkpoint
 
 log = logging.getLogger("memory_bank.store")
 T = TypeVar("T")
@@ -111,6 +111,9 @@ def _tune_sqlite(engine: Engine) -> None:
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA busy_timeout=30000")
+        # The server checkpoints in the background (store/checkpoint.py); a write does it
+        # itself only past this larger mark.
+        cur.execute(f"PRAGMA wal_autocheckpoint={checkpoint.AUTOCHECKPOINT_PAGES}")
         cur.close()
 
     @event.listens_for(engine, "begin")
