@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -199,3 +201,24 @@ def percentile(values: Sequence[float], pct: float) -> float:
         return float("nan")
     rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank]
+
+
+def machine_speed(repeats: int = 5) -> float:
+    """Milliseconds for a fixed piece of pure-Python work (median of repeats): the machine's phase.
+
+    These VMs run 1.5-2x slower in some hours than in others, v0's FULLTEXT included, so a run's
+    absolute latencies only compare with another run's next to this figure. The work uses the
+    standard library alone (hashing, JSON, integer and string operations), so a change to the
+    service never moves it.
+    """
+    record = {"id": "mem_0123456789", "content": "We dropped Acme after the Q3 price change" * 4}
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        acc = 0
+        for i in range(20_000):
+            text = json.dumps({**record, "n": i})
+            acc ^= hash(json.loads(text)["content"][i % 40 :]) ^ (i * 2_654_435_761 % 4_294_967_296)
+            acc ^= int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)

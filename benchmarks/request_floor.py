@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from common import LeanClient, create_database, make_key, serve, with_driver
+from common import LeanClient, create_database, machine_speed, make_key, serve, with_driver
 
 BODY = {
     "content": "We dropped Acme as a vendor after the Q3 price change and moved to Globex",
@@ -108,6 +108,7 @@ def main() -> None:
         ]
         driver = f" ({args.driver})" if args.engine == "mariadb" else ""
         print(f"engine: {args.engine}{driver}, {args.requests} sequential requests each, 1 worker")
+        print(f"  machine speed probe: {machine_speed():.0f} ms (common.machine_speed)")
         for name, call in rows:
             per_second, ms = _rate(call, args.requests)
             print(f"  {name:40} {per_second:7.0f}/s  {ms:6.2f} ms")

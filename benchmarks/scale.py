@@ -404,7 +404,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.load_only:
                 continue
             user = user_name(0)
-            row: dict[str, Any] = {"engine": engine_name, "total": total}
+            row: dict[str, Any] = {
+                "engine": engine_name,
+                "total": total,
+                "machine_ms": common.machine_speed(),
+            }
             key = common.make_key(target.url, user)
             # Loaded through PyMySQL; searched through the driver asked for.
             url = common.with_driver(target.url, args.mariadb_driver)
@@ -439,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
                 rate, lean_rate = write_rate(url, bodies, args.writes)
             wrote: dict[str, Any] = {
                 "engine": engine_name,
+                "machine_ms": common.machine_speed(),
                 "writes_per_s": rate,
                 "writes_per_s_lean": lean_rate,
             }
@@ -447,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(wrote)
             print(
                 f"{engine_name}: POST /v1/memory with two contexts, one sequential client: "
-                f"httpx {rate:.0f}/s, lean {lean_rate:.0f}/s"
+                f"httpx {rate:.0f}/s, lean {lean_rate:.0f}/s (machine {wrote['machine_ms']:.0f} ms)"
             )
     if results:
         print()
@@ -495,7 +500,8 @@ def _print_row(row: dict[str, Any]) -> None:
     s, h, v = row["storage"], row["http"], row["v0"]
     print(
         f"{row['engine']} {row['total']:,}: storage p50/p95 {s[0]:.1f}/{s[1]:.1f} ms, "
-        f"HTTP {h[0]:.1f}/{h[1]:.1f} ms, v0 {v[0]:.1f}/{v[1]:.1f} ms",
+        f"HTTP {h[0]:.1f}/{h[1]:.1f} ms, v0 {v[0]:.1f}/{v[1]:.1f} ms "
+        f"(machine {row['machine_ms']:.0f} ms)",
         flush=True,
     )
 
@@ -504,22 +510,31 @@ def print_table(results: list[dict[str, Any]]) -> None:
     """The side-by-side table (milliseconds) and the write rates."""
     print(
         "| engine | total memories | storage p50 / p95 | HTTP p50 / p95 | v0 p50 / p95 "
-        "| v0 p95 / ours p95 |"
+        "| v0 p95 / ours p95 | machine |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
         if "total" not in r:
             continue
         s, h, v = r["storage"], r["http"], r["v0"]
         print(
             f"| {_engine_label(r)} | {r['total']:,} | {s[0]:.1f} / {s[1]:.1f} "
-            f"| {h[0]:.1f} / {h[1]:.1f} | {v[0]:.1f} / {v[1]:.1f} | {v[1] / s[1]:.1f}x |"
+            f"| {h[0]:.1f} / {h[1]:.1f} | {v[0]:.1f} / {v[1]:.1f} | {v[1] / s[1]:.1f}x "
+            f"| {_machine(r)} |"
         )
     for r in results:
         if "writes_per_s" in r:
             lean = r.get("writes_per_s_lean")
             lean = f", lean client {lean:.0f}/s" if lean else ""
-            print(f"{_engine_label(r)}: {r['writes_per_s']:.0f} writes/s (httpx){lean}")
+            print(
+                f"{_engine_label(r)}: {r['writes_per_s']:.0f} writes/s (httpx){lean}; "
+                f"machine {_machine(r)}"
+            )
+
+
+def _machine(row: dict[str, Any]) -> str:
+    """The machine-speed probe of a row (common.machine_speed), or a dash for older runs."""
+    return f"{row['machine_ms']:.0f} ms" if "machine_ms" in row else "—"
 
 
 def _engine_label(row: dict[str, Any]) -> str:
