@@ -8,7 +8,8 @@ import pytest
 import sqlalchemy as sa
 
 from contract import assert_problem, row_counts
-from memory_bank import errors, problems
+from memory_bank import errors
+from memory_bank.http import problems
 
 
 def test_every_api_error_class_renders_the_problem_shape():

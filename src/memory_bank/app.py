@@ -18,18 +18,18 @@ from connexion.resolver import Resolver
 from connexion.validators import VALIDATOR_MAP
 from starlette.exceptions import HTTPException
 
-from memory_bank import cors, logs, metrics, problems, ratelimit
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
 from memory_bank.errors import ApiError
+from memory_bank.http import cors, logs, metrics, problems, ratelimit
+from memory_bank.http.middleware import OuterMiddleware
+from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.http import McpMiddleware
-from memory_bank.middleware import OuterMiddleware
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, spec_methods
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store.engine import make_auth_engine, make_engine
 from memory_bank.store.migrate import migrate, signing_secret
-from memory_bank.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.web import routes as panel_routes
 
 log = logging.getLogger("memory_bank")

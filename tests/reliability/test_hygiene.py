@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from memory_bank.logs import ACCESS_LOGGER
+from memory_bank.http.logs import ACCESS_LOGGER
 
 
 class _Capture(logging.Handler):

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import sqlalchemy as sa
 
-from memory_bank.ratelimit import TokenBuckets
+from memory_bank.http.ratelimit import TokenBuckets
 from memory_bank.spec import load_spec
 from memory_bank.store.schema import memory, memory_context, memory_term
 

@@ -48,23 +48,23 @@ def test_no_sign_in_when_the_panel_is_off(make_service):
     assert r.status_code == 404
 
 
-def test_serve_hook_prints_a_link_for_the_local_user(database_url, capsys):
-    from memory_bank.cli import ensure_local_key
+def test_serve_prints_a_link_for_the_local_user(database_url, capsys):
+    from memory_bank.cli.panel import print_local_link
+    from memory_bank.cli.serve import ensure_local_key
     from memory_bank.settings import Settings
     from memory_bank.store.engine import make_engine
     from memory_bank.store.migrate import migrate
-    from memory_bank.web import cli as web_cli
 
     engine = make_engine(database_url, 1)
     migrate(engine)
     settings = Settings(database_url=database_url)
-    web_cli._on_serve(settings, engine, "http://0.0.0.0:8080", None)
+    print_local_link(settings, engine, "http://0.0.0.0:8080")
     assert "#signin=" not in capsys.readouterr().out  # no local user yet: no link
     ensure_local_key(engine)
-    web_cli._on_serve(settings, engine, "http://0.0.0.0:8080", None)
+    print_local_link(settings, engine, "http://0.0.0.0:8080")
     out = capsys.readouterr().out
     assert "http://127.0.0.1:8080/#signin=" in out
-    web_cli._on_serve(settings.replace(panel_enabled=False), engine, "http://x:1", None)
+    print_local_link(settings.replace(panel_enabled=False), engine, "http://x:1")
     assert "#signin=" not in capsys.readouterr().out
     engine.dispose()
 

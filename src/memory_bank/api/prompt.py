@@ -6,7 +6,7 @@ from connexion import request
 
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply
-from memory_bank.prompt import render_prompt
+from memory_bank.domain.prompt import render_prompt
 
 
 def getMemoryPrompt() -> Reply:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_bank import review
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply, empty_reply, json_reply
 from memory_bank.auth import current_principal
+from memory_bank.domain import review
 
 
 def getMemoryDrafts(limit: int = 20, cursor: str | None = None) -> Reply:

@@ -9,7 +9,7 @@ import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memory_bank.asgi_util import header, send_problem
+from memory_bank.http.scope import header, send_problem
 
 # Probes and metrics stay reachable however busy a credential is.
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})

@@ -6,14 +6,14 @@ import argparse
 
 from tqdm import tqdm
 
-from memory_bank import cli
+from memory_bank.cli.common import open_database
 from memory_bank.search import reindex
 from memory_bank.settings import Settings
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     """Rebuild the postings and statistics of one user or of everyone."""
-    engine = cli.open_database(settings)
+    engine = open_database(settings)
     try:
         total = reindex.count_memories(engine, args.user)
         with tqdm(total=total, unit="memory", desc="reindex", disable=args.quiet) as bar:
@@ -25,8 +25,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _add(subparsers: argparse._SubParsersAction) -> None:
-    """Register `reindex`."""
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add `reindex`."""
     parser = subparsers.add_parser(
         "reindex",
         help="rebuild the search index (postings and per-user statistics) from the memories",
@@ -37,6 +37,3 @@ def _add(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch", type=int, default=reindex.BATCH, help="memories per transaction")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=_run)
-
-
-cli.register(_add)

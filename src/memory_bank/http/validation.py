@@ -38,7 +38,7 @@ class CompiledJSONBodyValidator(JSONRequestBodyValidator):
     accepted; anything else goes to Connexion's own validator, which decides and words the
     error. So the compiled check can make acceptance faster but never change an answer, as
     long as it accepts nothing Connexion rejects: draft4_schema() keeps it to that, and
-    tests/test_validation.py checks it on every request body in the spec.
+    tests/http/test_validation.py checks it on every request body in the spec.
     """
 
     def _validate(self, body: Any) -> dict[str, Any] | None:

@@ -11,8 +11,8 @@ import pytest
 from connexion.json_schema import Draft4RequestValidator, resolve_refs
 from jsonschema import Draft4Validator
 
+from memory_bank.http.validation import compiled_check, draft4_schema
 from memory_bank.spec import load_spec
-from memory_bank.validation import compiled_check, draft4_schema
 
 SAVE = {
     "content": "We dropped Acme as a vendor after the Q3 price change",

@@ -6,7 +6,7 @@ import anyio.to_thread
 from starlette.testclient import TestClient
 
 from memory_bank.app import create_app, state_of
-from memory_bank.concurrency import handler_threads
+from memory_bank.http.threads import handler_threads
 
 
 def test_threads_leave_one_connection_for_the_credential_check():

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.asgi_util import expect_operation_id, operation_id
+from memory_bank.http.scope import expect_operation_id, operation_id
 
 METRICS_PATH = "/metrics"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -7,7 +7,6 @@ import json
 import os
 from pathlib import Path
 
-from memory_bank import cli
 from memory_bank.settings import Settings
 
 
@@ -34,7 +33,7 @@ def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
     """Print the "## Memory Bank" snippet for hosts without MCP."""
-    from memory_bank.prompt import render_prompt
+    from memory_bank.domain.prompt import render_prompt
     from memory_bank.spec import load_spec
 
     base = args.url or settings.public_url or f"http://{settings.host}:{settings.port}"
@@ -42,8 +41,8 @@ def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _add(sub: argparse._SubParsersAction) -> None:
-    """Add the subcommands to the memory-bank parser."""
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add `mcp`, `mcp-config` and `prompt`."""
     mcp = sub.add_parser(
         "mcp",
         help="serve MCP over stdio (embedded database, or --url/--key for a server)",
@@ -75,6 +74,3 @@ def _add(sub: argparse._SubParsersAction) -> None:
         "--url", help="base URL to spell calls with (default: public URL or host:port)"
     )
     prompt.set_defaults(func=cmd_prompt)
-
-
-cli.register(_add)

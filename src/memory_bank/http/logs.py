@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.asgi_util import expect_operation_id, header, operation_id
+from memory_bank.http.scope import expect_operation_id, header, operation_id
 
 ACCESS_LOGGER = "memory_bank.access"
 REQUEST_ID_HEADER = b"x-request-id"

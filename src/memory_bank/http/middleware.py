@@ -7,8 +7,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.concurrency import limit_handler_threads
 from memory_bank.errors import PROBLEM_JSON, encode, problem_body
+from memory_bank.http.threads import limit_handler_threads
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store import checkpoint
 

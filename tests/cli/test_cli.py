@@ -10,6 +10,9 @@ import sys
 import pytest
 
 from memory_bank import cli
+from memory_bank.cli.common import open_database
+from memory_bank.cli.serve import ensure_local_key
+from memory_bank.settings import Settings, documented
 from memory_bank.store.engine import make_engine
 
 UNREACHABLE = "mysql+pymysql://agent:s3cret-pw@127.0.0.1:1/memory"
@@ -165,11 +168,11 @@ def test_migrate_reports_success(database_url, capsys):
 
 
 def test_first_start_key_is_created_once(database_url):
-    engine = cli.open_database(cli.Settings(database_url=database_url))
+    engine = open_database(Settings(database_url=database_url))
     try:
-        first = cli.ensure_local_key(engine)
+        first = ensure_local_key(engine)
         assert first is not None and first.startswith("mb_")
-        assert cli.ensure_local_key(engine) is None
+        assert ensure_local_key(engine) is None
     finally:
         engine.dispose()
 
@@ -185,5 +188,5 @@ def test_help_lists_every_setting(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     out = capsys.readouterr().out
-    for name, _, _ in cli.documented():
+    for name, _, _ in documented():
         assert name in out

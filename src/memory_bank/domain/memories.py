@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from memory_bank import cursor
 from memory_bank.auth import Principal
+from memory_bank.domain import cursor
 from memory_bank.errors import InvalidRequest, MemoryNotFound, QuotaExceeded, UnsupportedMediaType
 from memory_bank.ids import is_id, iso
 from memory_bank.search import index as search_index

@@ -8,11 +8,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from memory_bank import cursor
 from memory_bank.auth import Principal
+from memory_bank.domain import cursor
+from memory_bank.domain.memories import check_quota, parse_new_memory, shape, shape_context
 from memory_bank.errors import DraftNotFound
 from memory_bank.ids import is_id, iso, utcnow
-from memory_bank.memories import check_quota, parse_new_memory, shape, shape_context
 from memory_bank.settings import Settings
 from memory_bank.store import drafts as store
 from memory_bank.store import memories as memory_store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_bank.prompt import render_prompt
+from memory_bank.domain.prompt import render_prompt
 from memory_bank.spec import load_spec
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from memory_bank import review
+from memory_bank.domain import review
 from memory_bank.ids import utcnow
 from memory_bank.store.schema import memory, memory_context, memory_draft, review_audit
 

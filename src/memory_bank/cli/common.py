@@ -1,0 +1,60 @@
+"""What every subcommand shares: user-facing errors, exit codes and opening the database."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from memory_bank.settings import PREFIX, Settings
+from memory_bank.store.engine import make_engine
+from memory_bank.store.migrate import migrate
+
+EXIT_USAGE = 2
+EXIT_DATABASE = 3
+
+
+class CliError(Exception):
+    """A user-facing failure with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def safe_url(url: str) -> str:
+    """The database URL without its password, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<invalid URL>"
+
+
+def open_database(settings: Settings, run_migrations: bool = True) -> Engine:
+    """An engine for the configured database, migrated; a clear error when unreachable."""
+    try:
+        engine = make_engine(settings.database_url, pool_size=2)
+        if run_migrations:
+            migrate(engine)
+        else:
+            with engine.connect():
+                pass
+    except DBAPIError as exc:
+        raise CliError(
+            f"cannot use the database at {safe_url(settings.database_url)}: "
+            f"{type(exc.orig).__name__}: {str(exc.orig).splitlines()[0][:200]}",
+            EXIT_DATABASE,
+        ) from None
+    except (ValueError, ArgumentError) as exc:
+        raise CliError(f"bad {PREFIX}DATABASE_URL: {exc}") from None
+    except ImportError as exc:
+        raise CliError(
+            f"bad {PREFIX}DATABASE_URL: its driver is not installed ({exc.name}); "
+            "use sqlite:///path or mysql+pymysql://user:pass@host/db"
+        ) from None
+    except OSError as exc:
+        raise CliError(
+            f"cannot use the database at {safe_url(settings.database_url)}: {exc}",
+            EXIT_DATABASE,
+        ) from None
+    return engine

@@ -1,0 +1,84 @@
+"""`memory-bank serve`: prepare the database, print how to get in, run the HTTP server."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from sqlalchemy import Connection, Engine
+
+from memory_bank import __version__
+from memory_bank.cli import panel
+from memory_bank.cli.common import open_database, safe_url
+from memory_bank.domain import review
+from memory_bank.settings import PREFIX, Settings
+from memory_bank.store import keys
+from memory_bank.store.engine import writing
+
+
+def ensure_local_key(engine: Engine) -> str | None:
+    """On first start with no keys, create a local key with every scope; return it."""
+
+    def work(conn: Connection) -> str | None:
+        if keys.count_keys(conn) > 0:
+            return None
+        secret, _ = keys.create_key(
+            conn, "local", keys.ALL_SCOPES, "local", label="created on first start"
+        )
+        return secret
+
+    return writing(engine, work)
+
+
+def prepare(settings: Settings, engine: Engine, base: str) -> None:
+    """What serve does before it listens: first key, expired drafts, the panel link."""
+    secret = ensure_local_key(engine)
+    print(f"memory-bank {__version__} serving on {base} ({safe_url(settings.database_url)})")
+    if secret:
+        print("First start: created a local API key with every scope. It is shown only once:")
+        print(f"  {secret}")
+        print(f"  try: curl -H 'Authorization: Bearer {secret}' {base}/v1/memory")
+    purged = review.sweep(engine)
+    if purged:
+        print(f"purged {purged} expired draft(s)")
+    panel.print_local_link(settings, engine, base)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the HTTP server (REST, MCP at /mcp, panel at /)."""
+    import uvicorn
+
+    host = args.host or settings.host
+    port = args.port or settings.port
+    workers = args.workers or settings.workers
+    engine = open_database(settings)
+    prepare(settings, engine, f"http://{host}:{port}")
+    sys.stdout.flush()
+    engine.dispose()
+    # Workers re-read the settings from the environment, so carry the flags over.
+    os.environ[PREFIX + "HOST"] = host
+    os.environ[PREFIX + "PORT"] = str(port)
+    os.environ[PREFIX + "DATABASE_URL"] = settings.database_url
+    uvicorn.run(
+        "memory_bank.asgi:app_factory",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=settings.log_level.lower(),
+        # The service writes its own access line (http/logs.py): JSON, once, and without the
+        # query string, which holds search words (the user's content). Uvicorn's would repeat it.
+        access_log=False,
+        proxy_headers=False,
+    )
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add `serve`."""
+    serve = sub.add_parser("serve", help="run the server (migrates first)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--workers", type=int)
+    serve.set_defaults(func=run)

@@ -1,0 +1,1 @@
+"""HTTP plumbing: ASGI middleware, Connexion validators and error handlers."""
