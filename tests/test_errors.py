@@ -9,33 +9,59 @@ import sqlalchemy as sa
 
 from contract import assert_problem, row_counts
 from memory_bank import errors
-from memory_bank.http import problems
+from memory_bank.http import exceptions
 
 
-def test_every_api_error_class_renders_the_problem_shape():
-    classes = [
-        errors.InvalidRequest,
-        errors.InvalidCursor,
-        errors.Unauthorized,
-        errors.Forbidden,
-        errors.NotFound,
-        errors.MemoryNotFound,
-        errors.PayloadTooLarge,
-        errors.UnsupportedMediaType,
-        errors.Conflict,
-        errors.ServiceUnavailable,
-    ]
-    codes = set()
+def _all_classes(cls=errors.ApiError):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _all_classes(sub)
+
+
+def test_every_problem_class_renders_the_problem_shape_with_a_code_of_its_own():
+    classes = [c for c in _all_classes() if c is not errors.InsufficientScope]
+    codes = {}
     for cls in classes:
-        doc = cls("Something went wrong.", field="content").body()
+        doc = cls("Something went wrong.", field="content").document()
         assert set(doc) == {"type", "title", "status", "detail", "code", "field"}
         assert doc["status"] == cls.status and 400 <= cls.status < 600
-        assert doc["type"].endswith("/" + doc["code"])
-        codes.add(doc["code"])
-    assert len(codes) == len(classes)  # each class has its own stable code
+        assert doc["type"].endswith("/" + doc["code"]) and doc["title"]
+        assert doc["code"] not in codes, (cls, codes.get(doc["code"]))  # one code, one meaning
+        codes[doc["code"]] = cls
     assert errors.Unauthorized("x").headers["WWW-Authenticate"].startswith("Bearer")
     scope = errors.InsufficientScope("mcp:write")
-    assert scope.status == 403 and scope.body()["required_scope"] == "mcp:write"
+    assert scope.status == 403 and scope.document()["required_scope"] == "mcp:write"
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 409, 413, 415, 429, 500, 503])
+def test_every_status_the_service_answers_has_its_class(status):
+    cls = errors.for_status(status)
+    assert cls.status == status
+    assert cls.__base__ is errors.ApiError  # the plain class of the status, not a special case
+
+
+async def _sent(problem):
+    messages = []
+
+    async def send(message):
+        messages.append(message)
+
+    await errors.send(send, problem)
+    return messages
+
+
+def test_middleware_sends_the_same_document_the_app_renders():
+    import asyncio
+    import json
+
+    problem = errors.RateLimited("Slow down.", headers={"Retry-After": "3"})
+    start, body = asyncio.run(_sent(problem))
+    assert start["status"] == 429
+    headers = dict(start["headers"])
+    assert headers[b"content-type"] == b"application/problem+json"
+    assert headers[b"retry-after"] == b"3"
+    assert int(headers[b"content-length"]) == len(body["body"])
+    assert json.loads(body["body"]) == problem.document()
 
 
 @pytest.mark.parametrize(
@@ -71,9 +97,9 @@ def test_every_api_error_class_renders_the_problem_shape():
     ],
 )
 def test_validator_messages_name_the_field_without_echoing_the_value(raw, field, detail):
-    assert problems._field_of(raw) == field
+    assert exceptions._field_of(raw) == field
     if detail is not None:
-        assert problems._clean_detail(raw, field) == detail
+        assert exceptions._clean_detail(raw, field) == detail
 
 
 def test_unknown_route_and_wrong_method_are_problems(service):

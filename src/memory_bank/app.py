@@ -11,23 +11,20 @@ from typing import Any
 
 import connexion
 from connexion.datastructures import MediaTypeDict
-from connexion.exceptions import ProblemException
 from connexion.jsonifier import Jsonifier
 from connexion.middleware import MiddlewarePosition
 from connexion.resolver import Resolver
 from connexion.validators import VALIDATOR_MAP
-from starlette.exceptions import HTTPException
 
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
-from memory_bank.errors import ApiError
-from memory_bank.http import cors, logs, metrics, problems, ratelimit
+from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
 from memory_bank.http.middleware import OuterMiddleware
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.http import McpMiddleware
 from memory_bank.settings import Settings
-from memory_bank.spec import load_spec, spec_methods
-from memory_bank.state import STATE_KEY, AppState
+from memory_bank.spec import load_spec
+from memory_bank.state import AppState
 from memory_bank.store.engine import make_auth_engine, make_engine
 from memory_bank.store.migrate import migrate, signing_secret
 from memory_bank.web import routes as panel_routes
@@ -90,13 +87,7 @@ def create_app(
             swagger_ui_path="/docs", spec_path="/openapi.json"
         ),
     )
-    app.add_error_handler(ApiError, problems.render_api_error)
-    app.add_error_handler(ProblemException, problems.render_connexion_problem)
-    app.add_error_handler(HTTPException, _render_http_exception)
-    # Connexion decodes JSON bodies as UTF-8 before validating them; other bytes are the
-    # client's mistake, not a server error.
-    app.add_error_handler(UnicodeDecodeError, problems.render_bad_encoding)
-    app.add_error_handler(Exception, problems.render_unexpected)
+    exceptions.install(app)
     panel_routes.install(app, settings.panel_enabled)
     _add_reliability_middleware(app, settings)
     app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
@@ -131,15 +122,3 @@ def _add_reliability_middleware(app: Any, settings: Settings) -> None:
     app.add_middleware(logs.RequestLogMiddleware, position=before)
     if settings.metrics_enabled:
         app.add_middleware(metrics.MetricsMiddleware, position=before)
-
-
-def _render_http_exception(request: Any, exc: Exception) -> Any:
-    """Render a plain HTTP exception (e.g. 404 for an unknown route, 405) as a problem."""
-    assert isinstance(exc, HTTPException)
-    if exc.status_code == 405:
-        # Starlette names only the first route that matched the path; list every method the
-        # spec declares for it instead (RFC 9110: Allow lists what the resource supports).
-        allowed = spec_methods(request.scope["state"][STATE_KEY].spec, request.url.path)
-        if allowed:
-            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(allowed)}
-    return problems.render_status(exc.status_code)(request, exc)

@@ -12,8 +12,8 @@ from sqlalchemy import Connection, Engine
 from memory_bank import state as app_state
 from memory_bank.errors import (
     InsufficientScope,
-    MemoryDisabled,
     MemoryDisabledForUser,
+    MemorySwitchedOff,
     Unauthorized,
 )
 from memory_bank.ids import utcnow
@@ -97,7 +97,7 @@ MEMORY_ROUTES = "/v1/memory"
 def check_switches(state: app_state.AppState, prefs: user_settings.UserSettings) -> None:
     """The kill switches, checked once per authenticated request: server-wide, then per user."""
     if not state.settings.memory_enabled:
-        raise MemoryDisabled(
+        raise MemorySwitchedOff(
             "Memory is switched off on this server by its operator; nothing can be saved or "
             "recalled until it is switched back on."
         )

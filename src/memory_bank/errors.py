@@ -1,24 +1,29 @@
-"""Problem classes and the one renderer that turns any error into problem+json."""
+"""Problem classes, one per status and code, and the one renderer of problem+json.
+
+Every failure a client sees is an ApiError: handlers and the domain raise one, the HTTP layer
+turns what frameworks raise into one (http/exceptions.py), and middleware that answers before
+the app sends one with send(). The document is built in one place, ApiError.document().
+"""
 
 from __future__ import annotations
 
 import json
-import logging
-from http import HTTPStatus
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+# An ASGI send channel (the same shape as starlette.types.Send, kept framework-free here).
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 PROBLEM_JSON = "application/problem+json"
 _TYPE_BASE = "https://memory-bank.dev/problems/"
-
-log = logging.getLogger("memory_bank.errors")
 
 
 class ApiError(Exception):
     """A failure with an HTTP status and a stable machine code."""
 
-    status = 500
-    code = "internal_error"
-    title = "Internal Server Error"
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+    title: ClassVar[str] = "Internal Server Error"
 
     def __init__(
         self,
@@ -31,11 +36,11 @@ class ApiError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.field = field
-        self.headers = headers or {}
-        self.extra = extra or {}
+        self.headers = dict(headers or {})
+        self.extra = dict(extra or {})
 
-    def body(self) -> dict[str, Any]:
-        """The problem document for this error."""
+    def document(self) -> dict[str, Any]:
+        """The RFC 9457 problem document for this error."""
         doc: dict[str, Any] = {
             "type": _TYPE_BASE + self.code,
             "title": self.title,
@@ -47,6 +52,10 @@ class ApiError(Exception):
             doc["field"] = self.field
         doc.update(self.extra)
         return doc
+
+    def body(self) -> bytes:
+        """The problem document, serialised."""
+        return json.dumps(self.document(), ensure_ascii=False).encode("utf-8")
 
 
 class InvalidRequest(ApiError):
@@ -72,10 +81,16 @@ class Unauthorized(ApiError):
         super().__init__(detail, headers=headers, **kwargs)
 
 
-class InsufficientScope(ApiError):
+class Forbidden(ApiError):
+    """An action this principal may not take."""
+
+    status, code, title = 403, "forbidden", "Forbidden"
+
+
+class InsufficientScope(Forbidden):
     """A valid credential without the scope the operation needs."""
 
-    status, code, title = 403, "insufficient_scope", "Forbidden"
+    code = "insufficient_scope"
 
     def __init__(self, scope: str) -> None:
         super().__init__(
@@ -85,12 +100,6 @@ class InsufficientScope(ApiError):
         )
 
 
-class Forbidden(ApiError):
-    """An action this principal may not take."""
-
-    status, code, title = 403, "forbidden", "Forbidden"
-
-
 class MemoryDisabledForUser(Forbidden):
     """The operator switched memory off for this user."""
 
@@ -98,7 +107,7 @@ class MemoryDisabledForUser(Forbidden):
 
 
 class NotFound(ApiError):
-    """No such item for this user (also for other users' items)."""
+    """No such item for this user (also for other users' items), or no such route."""
 
     status, code, title = 404, "not_found", "Not Found"
 
@@ -109,16 +118,22 @@ class MemoryNotFound(NotFound):
     code = "memory_not_found"
 
 
-class PayloadTooLarge(ApiError):
-    """A request body over the configured cap."""
+class DraftNotFound(NotFound):
+    """No such live draft for this user (also: expired, confirmed, rejected, others')."""
 
-    status, code, title = 413, "payload_too_large", "Content Too Large"
+    code = "draft_not_found"
 
 
-class UnsupportedMediaType(ApiError):
-    """A body in a media type the operation does not take."""
+class UnknownTool(NotFound):
+    """An MCP tool call names no tool of this server."""
 
-    status, code, title = 415, "unsupported_media_type", "Unsupported Media Type"
+    code = "unknown_tool"
+
+
+class MethodNotAllowed(ApiError):
+    """The route exists but not with this method."""
+
+    status, code, title = 405, "method_not_allowed", "Method Not Allowed"
 
 
 class Conflict(ApiError):
@@ -133,66 +148,82 @@ class QuotaExceeded(Conflict):
     code = "quota_exceeded"
 
 
+class PayloadTooLarge(ApiError):
+    """A request body over the configured cap."""
+
+    status, code, title = 413, "payload_too_large", "Content Too Large"
+
+
+class UnsupportedMediaType(ApiError):
+    """A body in a media type the operation does not take."""
+
+    status, code, title = 415, "unsupported_media_type", "Unsupported Media Type"
+
+
+class RateLimited(ApiError):
+    """The credential spent its allowance for now."""
+
+    status, code, title = 429, "rate_limited", "Too Many Requests"
+
+
+class InternalError(ApiError):
+    """Something failed that the client cannot fix; the details go to the log only."""
+
+    status, code, title = 500, "internal_error", "Internal Server Error"
+
+
 class ServiceUnavailable(ApiError):
-    """The database is unreachable or the service is switched off."""
+    """The database is unreachable or busy."""
 
     status, code, title = 503, "service_unavailable", "Service Unavailable"
 
 
-class MemoryDisabled(ServiceUnavailable):
+class MemorySwitchedOff(ServiceUnavailable):
     """The operator switched memory off for everyone."""
 
-    code = "memory_disabled"
+    code = "memory_switched_off"
 
 
-class DraftNotFound(NotFound):
-    """No such live draft for this user (also: expired, confirmed, rejected, others')."""
-
-    code = "draft_not_found"
-
-
-# Codes for problems raised by Connexion itself, by status.
-_CODES_BY_STATUS = {
-    400: "invalid_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    413: "payload_too_large",
-    415: "unsupported_media_type",
-    429: "rate_limited",
-    500: "internal_error",
-    501: "not_implemented",
-    503: "service_unavailable",
+# The class that stands for a bare status (what a framework raised without a code of ours).
+_BY_STATUS: dict[int, type[ApiError]] = {
+    cls.status: cls
+    for cls in (
+        InvalidRequest,
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        MethodNotAllowed,
+        Conflict,
+        PayloadTooLarge,
+        UnsupportedMediaType,
+        RateLimited,
+        InternalError,
+        ServiceUnavailable,
+    )
 }
 
 
-def problem_body(
-    status: int, detail: str, code: str | None = None, field: str | None = None
-) -> dict[str, Any]:
-    """A problem document for a status that has no ApiError class."""
-    code = code or _CODES_BY_STATUS.get(status, "error")
-    doc: dict[str, Any] = {
-        "type": _TYPE_BASE + code,
-        "title": _title(status),
-        "status": status,
-        "detail": detail,
-        "code": code,
-    }
-    if field is not None:
-        doc["field"] = field
-    return doc
+def for_status(status: int) -> type[ApiError]:
+    """The problem class of a status (4xx without its own class: 400; 5xx: 500)."""
+    found = _BY_STATUS.get(status)
+    if found is not None:
+        return found
+    return InvalidRequest if 400 <= status < 500 else InternalError
 
 
-def _title(status: int) -> str:
-    """The standard reason phrase for a status."""
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Error"
+def render(exc: ApiError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Status, raw headers (content type and length included) and body of a problem."""
+    body = exc.body()
+    headers = [
+        (b"content-type", PROBLEM_JSON.encode()),
+        (b"content-length", str(len(body)).encode()),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in exc.headers.items()),
+    ]
+    return exc.status, headers, body
 
 
-def encode(doc: dict[str, Any]) -> bytes:
-    """Serialise a problem document."""
-    return json.dumps(doc, ensure_ascii=False).encode("utf-8")
+async def send(send: Send, exc: ApiError) -> None:
+    """Answer an ASGI request with a problem (for middleware that answers instead of the app)."""
+    status, headers, body = render(exc)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -29,7 +29,7 @@ def test_memory_off_for_everyone_is_503(make_service):
         r = _call(service, method, path, body, headers)
         assert r.status_code == 503, (method, path, r.text)
         assert r.headers["content-type"] == "application/problem+json"
-        assert r.json()["code"] == "memory_disabled"
+        assert r.json()["code"] == "memory_switched_off"
     assert service.client.get("/healthz").status_code == 200
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bank.errors import PROBLEM_JSON, encode, problem_body
+from memory_bank import errors
 from memory_bank.http.threads import limit_handler_threads
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store import checkpoint
@@ -149,18 +148,11 @@ def _content_length(scope: Scope) -> int | None:
 
 
 async def _too_large(send: Send, cap: int) -> None:
-    """Answer 413 with a problem body."""
-    await _problem(send, 413, f"The request body is larger than {cap} bytes.", close=True)
-
-
-async def _problem(send: Send, status: int, detail: str, close: bool = False) -> None:
-    """Answer with a problem body before the app sees the request."""
-    body = encode(problem_body(status, detail))
-    headers: list[Any] = [
-        (b"content-type", PROBLEM_JSON.encode()),
-        (b"content-length", str(len(body)).encode()),
-        *([(b"connection", b"close")] if close else []),
-        *SECURITY_HEADERS,
-    ]
+    """Answer 413 with a problem body, the security headers and the connection closed."""
+    too_large = errors.PayloadTooLarge(
+        f"The request body is larger than {cap} bytes.", headers={"Connection": "close"}
+    )
+    status, headers, body = errors.render(too_large)
+    headers += [h for h in SECURITY_HEADERS]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

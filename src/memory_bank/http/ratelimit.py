@@ -9,7 +9,8 @@ import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memory_bank.http.scope import header, send_problem
+from memory_bank import errors
+from memory_bank.http.scope import header
 
 # Probes and metrics stay reachable however busy a credential is.
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
@@ -82,12 +83,12 @@ class RateLimitMiddleware:
         wait = self.buckets.take(key) if key else 0.0
         if wait > 0:
             retry = str(max(1, math.ceil(wait)))
-            await send_problem(
+            await errors.send(
                 send,
-                429,
-                f"Too many requests for this credential; retry in {retry} s.",
-                code="rate_limited",
-                headers=[(b"retry-after", retry.encode())],
+                errors.RateLimited(
+                    f"Too many requests for this credential; retry in {retry} s.",
+                    headers={"Retry-After": retry},
+                ),
             )
             return
         await self.app(scope, receive, send)

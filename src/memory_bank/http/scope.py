@@ -1,12 +1,8 @@
-"""Small helpers shared by the ASGI middlewares: headers, problem answers, routing facts."""
+"""What middlewares read off an ASGI scope: headers and the operation Connexion routed to."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from starlette.types import Scope, Send
-
-from memory_bank.errors import PROBLEM_JSON, encode, problem_body
+from starlette.types import Scope
 
 
 def header(scope: Scope, name: bytes) -> str | None:
@@ -34,21 +30,3 @@ def operation_id(scope: Scope) -> str:
     if found:
         return str(found)
     return "other"
-
-
-async def send_problem(
-    send: Send,
-    status: int,
-    detail: str,
-    code: str | None = None,
-    headers: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    """Answer with a problem+json body from middleware (before or instead of the app)."""
-    body = encode(problem_body(status, detail, code=code))
-    out: list[Any] = [
-        (b"content-type", PROBLEM_JSON.encode()),
-        (b"content-length", str(len(body)).encode()),
-        *(headers or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": body})

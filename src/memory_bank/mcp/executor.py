@@ -13,7 +13,7 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from memory_bank.errors import problem_body
+from memory_bank import errors
 from memory_bank.mcp.manifest import Capability
 
 # httpx base URL for in-process calls; only the path reaches the app.
@@ -38,7 +38,7 @@ class Executor:
             response = await self.client.send(request)
         except httpx.HTTPError as exc:
             detail = f"Cannot reach memory-bank at {self.client.base_url}: {type(exc).__name__}."
-            return error_result(problem_body(503, detail))
+            return error_result(errors.ServiceUnavailable(detail).document())
         return _result(capability, arguments, response)
 
     def check(self, name: str, schema: dict[str, Any], arguments: Any) -> dict[str, Any] | None:
@@ -54,7 +54,7 @@ class Executor:
         detail = (
             f"Invalid argument {field!r}: {message}" if field else f"Invalid arguments: {message}"
         )
-        return problem_body(400, detail, field=field)
+        return errors.InvalidRequest(detail, field=field).document()
 
     def _request(self, capability: Capability, arguments: dict[str, Any]) -> httpx.Request:
         """The HTTP request for a call, built from the binding alone."""
@@ -126,7 +126,7 @@ def _result(
         try:
             problem = response.json()
         except ValueError:
-            problem = problem_body(status, response.text[:500] or "Error.")
+            problem = errors.for_status(status)(response.text[:500] or "Error.").document()
         return error_result(problem)
     kind = capability.success.get(str(status)) or (
         "json" if media.endswith("json") else "text" if media.startswith("text/") else "empty"

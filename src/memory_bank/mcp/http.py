@@ -11,9 +11,9 @@ import httpx
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memory_bank import errors
 from memory_bank.auth import Principal, authenticate
 from memory_bank.errors import (
-    PROBLEM_JSON,
     ApiError,
     InsufficientScope,
     ServiceUnavailable,
@@ -151,15 +151,12 @@ def _base_url(scope: Scope, state: AppState) -> str:
 
 async def _problem(send: Send, exc: ApiError, base: str) -> None:
     """A problem response; 401 and 403 point at the metadata (RFC 9728 section 5.1)."""
-    headers = dict(exc.headers)
-    challenge = headers.get("WWW-Authenticate")
+    challenge = exc.headers.get("WWW-Authenticate")
     if challenge is not None:
         if isinstance(exc, InsufficientScope):
             challenge = f'Bearer error="insufficient_scope", scope="{" ".join(MCP_SCOPES)}"'
-        headers["WWW-Authenticate"] = f'{challenge}, resource_metadata="{metadata_url(base)}"'
-    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
-    body = json.dumps(exc.body()).encode()
-    await _send(send, exc.status, body, [(b"content-type", PROBLEM_JSON.encode()), *raw])
+        exc.headers["WWW-Authenticate"] = f'{challenge}, resource_metadata="{metadata_url(base)}"'
+    await errors.send(send, exc)
 
 
 async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:

@@ -8,8 +8,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
-from memory_bank import __version__
-from memory_bank.errors import problem_body
+from memory_bank import __version__, errors
 from memory_bank.mcp import capabilities
 from memory_bank.mcp.executor import Executor, error_result, structured_result
 from memory_bank.mcp.manifest import Manifest
@@ -71,5 +70,5 @@ async def dispatch(
     capability = manifest.get(name)
     if capability is None:
         detail = f"No tool named {name!r}; try {capabilities.SEARCH}."
-        return error_result(problem_body(404, detail, code="unknown_tool", field="name"))
+        return error_result(errors.UnknownTool(detail, field="name").document())
     return await executor.call(capability, arguments)
