@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from connexion.exceptions import ProblemException
@@ -16,31 +15,6 @@ from memory_bank.spec import spec_methods
 from memory_bank.state import STATE_KEY
 
 log = logging.getLogger("memory_bank.errors")
-
-_FIELD_PATTERNS = (
-    re.compile(r"parameter '([^']+)'$"),
-    re.compile(r" - '([^']+)'$"),
-    re.compile(r"^'([^']+)' is a required property"),
-    re.compile(r"Extra query parameter\(s\) ([^ ]+) not in spec"),
-)
-# Where a validator message names the field: "<value> is too long - 'tags.0'" (body) or
-# "<value> is too long for query parameter 'q'" (parameters, see validation.py).
-_SUFFIX = re.compile(r"( - '[^']+'| for \w+ parameter '[^']+')$")
-# jsonschema's "<value repr> <predicate>" messages; the value is replaced by the field name so
-# a response never echoes kilobytes of the client's own input back.
-_PREDICATES = (
-    " is too long",
-    " is too short",
-    " should be non-empty",
-    " does not match ",
-    " is not of type ",
-    " is not one of ",
-    " is greater than ",
-    " is less than ",
-    " has non-unique elements",
-)
-_UNEXPECTED = re.compile(r"^Additional properties are not allowed \('([^']+)'")
-
 
 def install(app: Any) -> None:
     """Register the hooks on a Connexion app."""
@@ -77,15 +51,13 @@ async def _connexion_problem(_request: ConnexionRequest, exc: Exception) -> Conn
     """A problem raised by Connexion's routing, security or validation."""
     assert isinstance(exc, ProblemException)
     status = int(exc.status or 500)
-    raw = str(exc.detail or exc.title or "")
-    field = _field_of(raw) if status == 400 else None
-    detail = _clean_detail(raw, field)
+    # Validation errors are raised by our validators (http/validation.py) with their field;
+    # what arrives here is Connexion's own wording (a missing body, a media type).
+    detail = _first_line(str(exc.detail or exc.title or "")) or "The request is invalid."
     if status >= 500:
         log.error("connexion problem %s: %s", status, detail)
         detail = "The server could not handle this request."
-    if status == 400 and detail.startswith(("Expecting", "Unterminated", "Extra data")):
-        detail = f"The body is not valid JSON: {detail}"
-    problem = errors.for_status(status)(detail, field=field, headers=dict(exc.headers or {}))
+    problem = errors.for_status(status)(detail, headers=dict(exc.headers or {}))
     if status == 401:
         problem = errors.Unauthorized("A valid API key is required (Authorization: Bearer mb_...).")
     return response(problem)
@@ -102,7 +74,7 @@ async def _http_exception(request: ConnexionRequest, exc: Exception) -> Connexio
         allowed = spec_methods(request.scope["state"][STATE_KEY].spec, request.url.path)
         if allowed:
             headers["Allow"] = ", ".join(allowed)
-    detail = _clean_detail(str(exc.detail or "")) or "Error."
+    detail = _first_line(str(exc.detail or "")) or "Error."
     return response(errors.for_status(exc.status_code)(detail, headers=headers))
 
 
@@ -117,31 +89,7 @@ async def _unexpected(_request: ConnexionRequest, exc: Exception) -> ConnexionRe
     return response(errors.InternalError("The server hit an unexpected error."))
 
 
-def _field_of(detail: str) -> str | None:
-    """The request field a Connexion validation message is about, if it says."""
-    first = detail.strip().split("\n", 1)[0].strip()
-    unexpected = _UNEXPECTED.match(first)
-    if unexpected:
-        # An unknown property: the field at fault is the property itself.
-        parent = re.search(r" - '([^']+)'$", first)
-        return f"{parent.group(1)}.{unexpected.group(1)}" if parent else unexpected.group(1)
-    for pattern in _FIELD_PATTERNS:
-        match = pattern.search(first)
-        if match:
-            return match.group(1)
-    return None
 
-
-def _clean_detail(detail: str, field: str | None = None) -> str:
-    """A short message for a validator error: first line, value replaced by the field name."""
-    first = detail.strip().split("\n", 1)[0].strip()
-    core = _SUFFIX.sub("", first)
-    found = max(((core.rfind(p), p) for p in _PREDICATES), default=(-1, ""))
-    at, predicate = found
-    if at > 0:
-        subject = f"'{field}'" if field else "The body"
-        rest = core[at + 1 :]
-        if predicate == " does not match " and "x00" in rest:
-            rest = "must not contain NUL characters"
-        return f"{subject} {rest}."
-    return first[:500] or "The request is invalid."
+def _first_line(detail: str) -> str:
+    """A framework's message, kept short: its first line."""
+    return detail.strip().split("\n", 1)[0].strip()[:500]

@@ -1,33 +1,122 @@
-"""Connexion validator tweaks: parameter errors that name the parameter, compiled body checks."""
+"""Connexion's validators, with every error raised as an InvalidRequest naming its field.
+
+The field comes from the jsonschema error itself (its path, and for `required` and
+`additionalProperties` the property concerned), never from parsing a message, so a library
+upgrade that rewords its messages cannot lose it. Request bodies are also checked by a schema
+compiled once, in front of Connexion's own check.
+"""
 
 from __future__ import annotations
 
 import copy
+import json
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import fastjsonschema
+from connexion.lifecycle import ConnexionRequest
+from connexion.utils import is_null, is_nullable
 from connexion.validators import JSONRequestBodyValidator, ParameterValidator
+from jsonschema import Draft4Validator, ValidationError
+from starlette.types import Scope
+
+from memory_bank.errors import InvalidRequest
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 # Keywords whose values are data, not schemas: never rewritten.
 _DATA_KEYWORDS = frozenset({"enum", "default", "example", "examples", "const"})
 
 
-class NamingParameterValidator(ParameterValidator):
-    """Like Connexion's, but every error says which parameter it is about."""
+def field_of(error: ValidationError) -> str | None:
+    """The dotted path of the value an error is about (contexts.0.snippet), None for the root."""
+    parts = [str(step) for step in error.absolute_path]
+    instance = error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        missing = [name for name in error.validator_value if name not in instance]
+        parts += missing[:1]
+    elif error.validator == "additionalProperties" and isinstance(instance, dict):
+        known = error.schema.get("properties", {})
+        parts += [name for name in instance if name not in known][:1]
+    return ".".join(parts) or None
 
-    @staticmethod
-    def validate_parameter(
-        parameter_type: str, value: Any, param: dict[str, Any], param_name: str | None = None
-    ) -> str | None:
-        """Validate one parameter; the message ends with "for <in> parameter '<name>'"."""
-        error = ParameterValidator.validate_parameter(parameter_type, value, param, param_name)
-        if error is None or "parameter '" in error:
-            return error
-        first = error.strip().split("\n", 1)[0]
-        return f"{first} for {parameter_type} parameter '{param['name']}'"
+
+def describe(error: ValidationError, field: str | None) -> str:
+    """A short message for an error, naming the field and never echoing the value sent."""
+    subject = f"'{field}'" if field else "The body"
+    keyword, limit = error.validator, error.validator_value
+    if keyword in {"maxLength", "maxItems"}:
+        return f"{subject} is too long."
+    if keyword in {"minLength", "minItems"}:
+        return f"{subject} is too short."
+    if keyword == "pattern":
+        if isinstance(error.instance, str) and "\x00" in error.instance:
+            return f"{subject} must not contain NUL characters."
+        return f"{subject} does not match {limit!r}."
+    if keyword == "type":
+        return f"{subject} is not of type {limit!r}."
+    if keyword == "enum":
+        return f"{subject} is not one of {limit!r}."
+    if keyword == "maximum":
+        return f"{subject} is greater than the maximum of {limit}."
+    if keyword == "minimum":
+        return f"{subject} is less than the minimum of {limit}."
+    if keyword == "uniqueItems":
+        return f"{subject} has non-unique elements."
+    if keyword == "required":
+        return f"{subject} is a required property."
+    if keyword == "additionalProperties":
+        return f"{subject} is not a known property."
+    return f"{subject} is not valid ({keyword})."
+
+
+def invalid(error: ValidationError, prefix: str | None = None) -> InvalidRequest:
+    """The InvalidRequest for a validation error; prefix places the value (a parameter name)."""
+    field = field_of(error)
+    if prefix is not None:
+        field = f"{prefix}.{field}" if field else prefix
+    return InvalidRequest(describe(error, field), field=field)
+
+
+class NamingParameterValidator(ParameterValidator):
+    """Connexion's parameter checks, raising an InvalidRequest that names the parameter."""
+
+    def validate_request(self, request: ConnexionRequest) -> None:
+        """Check the request's parameters in Connexion's order; the first error wins."""
+        if self.strict_validation:
+            extra = self.validate_query_parameter_list(
+                request, security_params=self.security_query_params
+            )
+            if extra:
+                name = sorted(extra)[0]
+                raise InvalidRequest(
+                    f"Extra query parameter(s) {','.join(sorted(extra))} not in spec",
+                    field=name,
+                )
+        readers = {
+            "query": lambda name: request.query_params.get(name),
+            "path": lambda name: request.path_params.get(name.replace("-", "_")),
+            "header": lambda name: request.headers.get(name),
+            "cookie": lambda name: request.cookies.get(name),
+        }
+        for where, read in readers.items():
+            for param in self.parameters.get(where, []):
+                _check_parameter(where, read(param["name"]), param)
+
+
+def _check_parameter(where: str, value: Any, param: dict[str, Any]) -> None:
+    """One parameter against its schema (as Connexion checks it)."""
+    name = param["name"]
+    if is_nullable(param) and is_null(value):
+        return
+    if value is None:
+        if param.get("required"):
+            raise InvalidRequest(f"Missing {where} parameter '{name}'", field=name)
+        return
+    schema = param.get("schema", param)
+    error = next(iter(Draft4Validator(copy.deepcopy(schema)).iter_errors(value)), None)
+    if error is not None:
+        raise invalid(error, prefix=name)
 
 
 class CompiledJSONBodyValidator(JSONRequestBodyValidator):
@@ -35,11 +124,21 @@ class CompiledJSONBodyValidator(JSONRequestBodyValidator):
 
     jsonschema walks the schema anew for every request (0.1-0.2 ms of a save here);
     fastjsonschema turns it into Python code once. A body the compiled check accepts is
-    accepted; anything else goes to Connexion's own validator, which decides and words the
-    error. So the compiled check can make acceptance faster but never change an answer, as
-    long as it accepts nothing Connexion rejects: draft4_schema() keeps it to that, and
-    tests/http/test_validation.py checks it on every request body in the spec.
+    accepted; anything else goes to Connexion's own validator, which decides, and whose first
+    error becomes the answer. So the compiled check can make acceptance faster but never
+    change an answer, as long as it accepts nothing Connexion rejects: draft4_schema() keeps it
+    to that, and tests/http/test_validation.py checks it on every request body in the spec.
     """
+
+    async def _parse(self, stream: AsyncGenerator[bytes, None], scope: Scope) -> Any:
+        """The body as JSON; 400 when it is not."""
+        raw = b"".join([message async for message in stream]).decode(self._encoding)
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidRequest(f"The body is not valid JSON: {exc}") from None
 
     def _validate(self, body: Any) -> dict[str, Any] | None:
         """Accept at once when the compiled check passes; otherwise Connexion's full check."""
@@ -51,8 +150,12 @@ class CompiledJSONBodyValidator(JSONRequestBodyValidator):
                 pass
             else:
                 return None
-        result: dict[str, Any] | None = super()._validate(body)
-        return result
+        if not self._nullable and body is None:
+            raise InvalidRequest("Request body must not be empty")
+        error = next(iter(self._validator.iter_errors(body)), None)
+        if error is not None:
+            raise invalid(error)
+        return None
 
 
 # Connexion builds a validator per request but passes the same schema object each time (the
