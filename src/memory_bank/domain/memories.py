@@ -9,72 +9,40 @@ from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
 from memory_bank.domain import cursor
-from memory_bank.errors import InvalidRequest, MemoryNotFound, QuotaExceeded, UnsupportedMediaType
+from memory_bank.errors import MemoryNotFound, QuotaExceeded, UnsupportedMediaType
 from memory_bank.ids import is_id, iso
 from memory_bank.search import index as search_index
 from memory_bank.store import memories as store
 from memory_bank.store.engine import reading, writing
 
-MAX_CONTENT = 8000
-MAX_TAGS = 32
-MAX_TAG = 64
-MAX_CONTEXTS = 16
-MAX_SNIPPET = 4000
-MAX_REF = 128
-
 
 def parse_new_memory(
     body: dict[str, Any],
 ) -> tuple[str, list[str], list[store.NewContext]]:
-    """Check a postMemory body beyond the schema (trimming, NULs, duplicates)."""
+    """A save body, already checked against the spec, trimmed and with duplicate tags dropped."""
     if not isinstance(body, dict):
         # Connexion validates only bodies it can parse; without a JSON content type the raw
         # bytes arrive here.
         raise UnsupportedMediaType("Send the body as application/json.")
-    content = _text(body.get("content"), "content", MAX_CONTENT)
     tags: list[str] = []
-    raw_tags = body.get("tags") or []
-    if len(raw_tags) > MAX_TAGS:
-        raise InvalidRequest(f"At most {MAX_TAGS} tags.", field="tags")
-    for i, tag in enumerate(raw_tags):
-        clean = _text(tag, f"tags.{i}", MAX_TAG)
-        if clean not in tags:
-            tags.append(clean)
-    contexts: list[store.NewContext] = []
-    raw_contexts = body.get("contexts") or []
-    if len(raw_contexts) > MAX_CONTEXTS:
-        raise InvalidRequest(f"At most {MAX_CONTEXTS} contexts.", field="contexts")
-    for i, ctx in enumerate(raw_contexts):
-        contexts.append(
-            store.NewContext(
-                snippet=_text(ctx.get("snippet"), f"contexts.{i}.snippet", MAX_SNIPPET),
-                conversation_id=_ref(ctx.get("conversation_id"), f"contexts.{i}.conversation_id"),
-                message_id=_ref(ctx.get("message_id"), f"contexts.{i}.message_id"),
-                origin=ctx.get("origin"),
-            )
+    for tag in body.get("tags") or []:
+        if tag.strip() not in tags:
+            tags.append(tag.strip())
+    contexts = [
+        store.NewContext(
+            snippet=ctx["snippet"].strip(),
+            conversation_id=_trimmed(ctx.get("conversation_id")),
+            message_id=_trimmed(ctx.get("message_id")),
+            origin=ctx.get("origin"),
         )
-    return content, tags, contexts
+        for ctx in body.get("contexts") or []
+    ]
+    return body["content"].strip(), tags, contexts
 
 
-def _text(value: Any, field: str, limit: int) -> str:
-    """A trimmed, non-empty string of at most limit characters without NUL."""
-    if not isinstance(value, str):
-        raise InvalidRequest(f"'{field}' must be a string.", field=field)
-    if "\x00" in value:
-        raise InvalidRequest(f"'{field}' must not contain NUL characters.", field=field)
-    clean = value.strip()
-    if not clean:
-        raise InvalidRequest(f"'{field}' must not be empty or only whitespace.", field=field)
-    if len(clean) > limit:
-        raise InvalidRequest(f"'{field}' is longer than {limit} characters.", field=field)
-    return clean
-
-
-def _ref(value: Any, field: str) -> str | None:
-    """An optional conversation or message id."""
-    if value is None:
-        return None
-    return _text(value, field, MAX_REF)
+def _trimmed(value: str | None) -> str | None:
+    """An optional id, trimmed."""
+    return None if value is None else value.strip()
 
 
 def save(
@@ -141,10 +109,6 @@ def page(
 
 def find(engine: Engine, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
     """The principal's memories that best match a query, with scores, best first."""
-    if "\x00" in query:
-        raise InvalidRequest("'q' must not contain NUL characters.", field="q")
-    if not query.strip():
-        raise InvalidRequest("'q' must not be empty or only whitespace.", field="q")
     with reading(engine) as conn:
         hits = search_index.search(conn, principal.user_id, query, limit)
         found = store.get_memories(conn, principal.user_id, [mid for mid, _ in hits])
