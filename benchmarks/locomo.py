@@ -255,6 +255,7 @@ def patched(obj: Any, **values: Any) -> Iterator[None]:
 def run_direct(convs: list[Conversation]) -> Scores:
     """Save and search through the storage layer on a fresh SQLite file (same code as HTTP)."""
     from memory_bank.search import index
+    from memory_bank.search.document import postings_of
     from memory_bank.store import memories as store
     from memory_bank.store.engine import make_engine, reading, writing
     from memory_bank.store.migrate import migrate
@@ -272,9 +273,9 @@ def run_direct(convs: list[Conversation]) -> Scores:
                         store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], None)
                         for c in t.body.get("contexts", [])
                     ]
-                    row = store.insert_memory(
-                        conn, owner, t.body["content"], t.body.get("tags", []), ctxs
-                    )
+                    content, tags = t.body["content"], t.body.get("tags", [])
+                    entry = postings_of(content, tags, [c.snippet for c in ctxs])
+                    row = store.insert_memory(conn, owner, content, tags, ctxs, entry)
                     by_id[row.id] = t.dia_id
 
         writing(engine, save_all)
@@ -289,7 +290,7 @@ def run_direct(convs: list[Conversation]) -> Scores:
 
 def ablation(path: Path) -> list[tuple[str, float, float]]:
     """Recall@10 of each variant; every step keeps the changes above it."""
-    from memory_bank.search import analyzer, index
+    from memory_bank.search import analyzer, document, index
 
     plain = {"date_in_content": False, "tags": False, "contexts": False}
     no_q: frozenset[str] = frozenset()
@@ -342,7 +343,13 @@ def ablation(path: Path) -> list[tuple[str, float, float]]:
     ]
     out = []
     for name, save, analyzer_patch, index_patch in steps:
-        with patched(analyzer, **analyzer_patch), patched(index, **index_patch):
+        weights = {k: v for k, v in index_patch.items() if hasattr(document, k)}
+        ranking = {k: v for k, v in index_patch.items() if k not in weights}
+        with (
+            patched(analyzer, **analyzer_patch),
+            patched(document, **weights),
+            patched(index, **ranking),
+        ):
             recall, hit = run_direct(load(path, **save)).overall()
         print(f"{recall:.3f}  {hit:.3f}  {name}", flush=True)
         out.append((name, recall, hit))

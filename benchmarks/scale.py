@@ -33,11 +33,12 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
 import locomo
+from memory_bank.domain import reindex
 from memory_bank.ids import new_id
-from memory_bank.search import analyzer, index, reindex
+from memory_bank.search import analyzer, document, index
 from memory_bank.store.engine import make_engine, reading
 from memory_bank.store.memories import get_memories
-from memory_bank.store.migrate import migrate
+from memory_bank.store.postings import posting_rows
 from memory_bank.store.schema import (
     memory,
     memory_context,
@@ -60,8 +61,8 @@ RESULTS = common.REPO / "benchmarks" / "results"
 def _fingerprint() -> str:
     """What the postings depend on; a loaded database with another fingerprint is reloaded."""
     return (
-        f"analyzer={analyzer.ANALYZER_VERSION};w={index.CONTENT_WEIGHT},"
-        f"{index.TAG_WEIGHT},{index.CONTEXT_WEIGHT};per_user={PER_USER}"
+        f"analyzer={analyzer.ANALYZER_VERSION};w={document.CONTENT_WEIGHT},"
+        f"{document.TAG_WEIGHT},{document.CONTEXT_WEIGHT};per_user={PER_USER}"
     )
 
 
@@ -112,15 +113,15 @@ def _v0_setup(conn: sa.Connection) -> None:
         conn.exec_driver_sql(locomo.V0_TABLE.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
 
 
-_COUNTS: dict[int, tuple[Any, int]] = {}
+_COUNTS: dict[int, Any] = {}
 
 
-def _counts(i: int, body: dict[str, Any], contexts: bool) -> tuple[Any, int]:
+def _counts(i: int, body: dict[str, Any], contexts: bool) -> Any:
     """The index's weighted term counts of body i, computed once (the loader reuses bodies)."""
     key = i if contexts else -1 - i
     if key not in _COUNTS:
         snippets = [c["snippet"] for c in body.get("contexts", [])] if contexts else []
-        _COUNTS[key] = index.document_counts(body["content"], body.get("tags", []), snippets)
+        _COUNTS[key] = document.postings_of(body["content"], body.get("tags", []), snippets)
     return _COUNTS[key]
 
 
@@ -155,13 +156,13 @@ def load_user(conn: sa.Connection, n: int, bodies: list[dict[str, Any]]) -> None
                 (new_id("mctx"), mid, user, pos, c["snippet"], c["conversation_id"],
                  c["message_id"], c["origin"], stamp)
             )  # fmt: skip
-        # The same rows index_memory() writes for this memory (posting_rows), as tuples.
-        counts, length = _counts(i, body, full)
+        # The same rows a save writes for this memory (posting_rows), as tuples.
+        entry = _counts(i, body, full)
         posts.extend(
             (r["user_id"], r["term"], r["memory_id"], r["tf"], r["doc_len"])
-            for r in index.posting_rows(user, mid, counts, length)
+            for r in posting_rows(user, mid, entry)
         )
-        total_len += length
+        total_len += entry.length
         v0.append((mid, user, body["content"]))
     # Sorted by primary key: B-tree inserts then append instead of splitting pages at random.
     posts.sort(key=lambda r: (r[1], r[2]))
@@ -179,10 +180,10 @@ def load(target: Target, total: int, bodies: list[dict[str, Any]]) -> sa.Engine:
     """Make sure the database holds `total` memories (resuming an earlier load)."""
     engine = make_engine(target.url, pool_size=2)
     if sa.inspect(engine).has_table("service_state") and loaded_rows(engine) > 0:
-        # The loader wrote the postings this code writes: tell migrate() they are current.
+        # The loader wrote the postings this code writes: tell prepare() they are current.
         with engine.begin() as conn:
-            reindex._record_version(conn)
-    migrate(engine)
+            reindex.record_version(conn)
+    reindex.prepare(engine)
     have = loaded_rows(engine)
     if have < 0:
         raise SystemExit(

@@ -18,6 +18,7 @@ from connexion.validators import VALIDATOR_MAP
 
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.auth import scopes_from_spec
+from memory_bank.domain.reindex import prepare
 from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
 from memory_bank.http.middleware import OuterMiddleware
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
@@ -26,7 +27,7 @@ from memory_bank.settings import Settings
 from memory_bank.spec import load_spec
 from memory_bank.state import AppState
 from memory_bank.store.engine import make_auth_engine, make_engine
-from memory_bank.store.migrate import migrate, signing_secret
+from memory_bank.store.migrate import signing_secret
 from memory_bank.web import routes as panel_routes
 
 log = logging.getLogger("memory_bank")
@@ -55,7 +56,7 @@ def create_app(
     logging.basicConfig(level=settings.log_level.upper())
     engine = make_engine(settings.database_url, settings.db_pool_size)
     if run_migrations:
-        migrate(engine)
+        prepare(engine)
     spec = load_spec(spec_file)
     state = AppState(
         settings=settings,

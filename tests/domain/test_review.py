@@ -171,8 +171,14 @@ def test_expired_drafts_are_gone_and_purged(make_service):
     )
     queue = service.client.get("/v1/memory/drafts", headers=reviewer).json()["drafts"]
     assert [d["id"] for d in queue] == [fresh["id"]]
-    # Listing the queue purged the expired one, with an audit row and no content left.
-    assert _count(service, memory_draft) == 1 and _count(service, memory) == 0
+    # Reads write nothing: the expired row stays until the user's next save (or the sweep).
+    assert _count(service, memory_draft) == 2
+    latest = _save_draft(service, agent, {"content": "The latest draft"}).json()["draft"]
+    # That save purged the expired one, with an audit row and no content left.
+    assert _count(service, memory_draft) == 2 and _count(service, memory) == 0
+    assert {
+        d["id"] for d in service.client.get("/v1/memory/drafts", headers=reviewer).json()["drafts"]
+    } == {fresh["id"], latest["id"]}
     trail = _audit(service, old["id"])
     assert [a["action"] for a in trail] == ["created", "expired"]
     assert trail[1]["actor_key_id"] is None

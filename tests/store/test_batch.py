@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from contract import row_counts
 from memory_bank.search import index as search_index
+from memory_bank.search.document import postings_of
 from memory_bank.store import batch
 from memory_bank.store import memories as store
 from memory_bank.store.engine import (
@@ -26,6 +27,12 @@ CONTEXTS = [
     store.NewContext("Acme raised prices again", "c1", "m1", None),
     store.NewContext("Globex is cheaper", "c1", "m2", "active_conversation"),
 ]
+
+
+def _insert(conn, owner, content, tags, contexts, **kwargs):
+    """store.insert_memory with the postings search makes of the memory."""
+    index = postings_of(content, tags, [c.snippet for c in contexts])
+    return store.insert_memory(conn, owner, content, tags, contexts, index, **kwargs)
 
 
 @pytest.fixture
@@ -79,12 +86,10 @@ def test_sqlite_runs_statements_one_by_one(tmp_path):
 def test_a_save_is_one_query_and_a_commit_on_mariadb(counted_engine):
     engine, sent = counted_engine
     # The user's first save also creates the statistics row, inside the same batch.
-    writing(engine, lambda c: store.insert_memory(c, OWNER, "first", ["t"], CONTEXTS))
+    writing(engine, lambda c: _insert(c, OWNER, "first", ["t"], CONTEXTS))
     assert sent == ["INSERT", "COMMIT"]
     sent.clear()
-    saved = writing(
-        engine, lambda c: store.insert_memory(c, OWNER, "We dropped Acme", ["vendors"], CONTEXTS)
-    )
+    saved = writing(engine, lambda c: _insert(c, OWNER, "We dropped Acme", ["vendors"], CONTEXTS))
     assert sent == ["INSERT", "COMMIT"]
     with reading(engine) as conn:
         stats = conn.execute(sa.select(memory_user_stats)).one()
@@ -114,9 +119,7 @@ def test_a_save_that_ends_its_transaction_commits_in_the_same_round_trip(counted
     sent.clear()
 
     def save(content: str, owner: store.Owner) -> store.MemoryRow:
-        return writing(
-            engine, lambda c: store.insert_memory(c, owner, content, [], CONTEXTS, commit=True)
-        )
+        return writing(engine, lambda c: _insert(c, owner, content, [], CONTEXTS, commit=True))
 
     first = save("first words", carol)  # creates carol's statistics row
     second = save("second words here", carol)
@@ -133,7 +136,7 @@ def test_a_save_that_ends_its_transaction_commits_in_the_same_round_trip(counted
     assert set(found) == {first.id, second.id}
     # The skipped commit was that transaction's only: the next one commits as usual.
     sent.clear()
-    writing(engine, lambda c: store.insert_memory(c, carol, "plain", [], []))
+    writing(engine, lambda c: _insert(c, carol, "plain", [], []))
     assert sent == ["INSERT", "COMMIT"]
     assert {user: docs for user, docs, _ in _stats(url)}["carol"] == 3
 
@@ -142,26 +145,24 @@ def test_a_committing_batch_that_fails_saves_nothing_and_the_next_commit_is_sent
     counted_engine,
 ):
     engine, sent = counted_engine
-    kept = writing(engine, lambda c: store.insert_memory(c, OWNER, "kept", [], CONTEXTS))
+    kept = writing(engine, lambda c: _insert(c, OWNER, "kept", [], CONTEXTS))
     before = row_counts(engine)
     with pytest.raises(sa.exc.IntegrityError):
         # Same id: the memory INSERT fails, so neither the rest nor the COMMIT runs.
         writing(
             engine,
-            lambda c: store.insert_memory(
-                c, OWNER, "lost", [], CONTEXTS, memory_id=kept.id, commit=True
-            ),
+            lambda c: _insert(c, OWNER, "lost", [], CONTEXTS, memory_id=kept.id, commit=True),
         )
     assert row_counts(engine) == before
     sent.clear()
-    writing(engine, lambda c: store.insert_memory(c, OWNER, "after", [], []))
+    writing(engine, lambda c: _insert(c, OWNER, "after", [], []))
     assert sent == ["INSERT", "COMMIT"]
     assert row_counts(engine)["memory"] == before["memory"] + 1
 
 
 def test_a_statement_failing_mid_batch_undoes_the_ones_before_it(counted_engine):
     engine, _sent = counted_engine
-    writing(engine, lambda c: store.insert_memory(c, OWNER, "kept", [], CONTEXTS))
+    writing(engine, lambda c: _insert(c, OWNER, "kept", [], CONTEXTS))
     before = row_counts(engine)
     taken = {"id": "mem_same", "user_id": "alice", "org_id": None, "content": "x", "tags": "[]"}
     taken |= {"source": "t", "scope": "user", "created_at": "2026-12-02 10:00:00"}
@@ -172,7 +173,7 @@ def test_a_statement_failing_mid_batch_undoes_the_ones_before_it(counted_engine)
         writing(engine, lambda c: batch.execute(c, [again, again]))
     assert row_counts(engine) == before
     # The connection is still good for the next request.
-    writing(engine, lambda c: store.insert_memory(c, OWNER, "after", [], []))
+    writing(engine, lambda c: _insert(c, OWNER, "after", [], []))
     with reading(engine) as conn:
         assert store.list_memories(conn, "alice", 5, None)[0].content == "after"
 
@@ -186,7 +187,7 @@ def test_every_statement_of_a_batch_is_seen_by_cursor_listeners(counted_engine):
 
     sa.event.listen(engine, "before_cursor_execute", capture)
     try:
-        writing(engine, lambda c: store.insert_memory(c, OWNER, "seen", ["t"], CONTEXTS))
+        writing(engine, lambda c: _insert(c, OWNER, "seen", ["t"], CONTEXTS))
     finally:
         sa.event.remove(engine, "before_cursor_execute", capture)
     assert seen[:5] == [

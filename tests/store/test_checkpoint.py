@@ -9,6 +9,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from memory_bank.app import create_app
+from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
 from memory_bank.store import checkpoint
 from memory_bank.store import memories as store
@@ -23,7 +24,11 @@ def _save_some(engine, n: int) -> None:
     """Save n memories with a context each (a few WAL pages every time)."""
     for i in range(n):
         ctx = [store.NewContext(f"snippet {i} about acme", "c1", f"m{i}", None)]
-        writing(engine, lambda c, i=i, ctx=ctx: store.insert_memory(c, OWNER, f"memo {i}", [], ctx))
+        entry = postings_of(f"memo {i}", [], [ctx[0].snippet])
+        writing(
+            engine,
+            lambda c, i=i, ctx=ctx, e=entry: store.insert_memory(c, OWNER, f"memo {i}", [], ctx, e),
+        )
 
 
 def _wait_for(predicate, seconds: float = 10.0) -> bool:

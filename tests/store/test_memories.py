@@ -7,11 +7,18 @@ import sqlalchemy as sa
 
 from contract import row_counts
 from memory_bank.search import index as search_index
+from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.schema import memory_context
 
 OWNER = store.Owner("alice", None, "test")
+
+
+def _insert(conn, owner, content, tags, contexts, **kwargs):
+    """store.insert_memory with the postings search makes of the memory."""
+    index = postings_of(content, tags, [c.snippet for c in contexts])
+    return store.insert_memory(conn, owner, content, tags, contexts, index, **kwargs)
 
 
 def _ctx(snippet, **kw):
@@ -27,16 +34,12 @@ def test_a_failing_insert_leaves_no_memory_behind(service):
     # A real constraint violation: the second save reuses the first one's id (primary key), on
     # both engines. (A failure after the memory row was written: test_a_failing_index_write_...
     # below, and on MySQL/MariaDB, tests/store/test_batch.py.)
-    kept = writing(
-        service.engine, lambda c: store.insert_memory(c, OWNER, "kept", ["t"], [_ctx("a")])
-    )
+    kept = writing(service.engine, lambda c: _insert(c, OWNER, "kept", ["t"], [_ctx("a")]))
     before = row_counts(service.engine)
     with pytest.raises(sa.exc.IntegrityError):
         writing(
             service.engine,
-            lambda c: store.insert_memory(
-                c, OWNER, "lost", ["t"], [_ctx("ok"), _ctx("b")], memory_id=kept.id
-            ),
+            lambda c: _insert(c, OWNER, "lost", ["t"], [_ctx("ok"), _ctx("b")], memory_id=kept.id),
         )
     assert row_counts(service.engine) == before
     with reading(service.engine) as conn:
@@ -56,7 +59,7 @@ def test_a_failing_index_write_leaves_no_memory_behind(service):
         with pytest.raises(sa.exc.OperationalError):
             writing(
                 service.engine,
-                lambda c: store.insert_memory(c, OWNER, "indexed", [], [_ctx("a"), _ctx("b")]),
+                lambda c: _insert(c, OWNER, "indexed", [], [_ctx("a"), _ctx("b")]),
             )
     finally:
         sa.event.remove(service.engine, "before_cursor_execute", fail_after_contexts)
@@ -66,12 +69,10 @@ def test_a_failing_index_write_leaves_no_memory_behind(service):
 def test_delete_removes_contexts_postings_and_stats(service):
     row = writing(
         service.engine,
-        lambda c: store.insert_memory(c, OWNER, "apples and pears", ["fruit"], [_ctx("x")] * 3),
+        lambda c: _insert(c, OWNER, "apples and pears", ["fruit"], [_ctx("x")] * 3),
     )
     other = store.Owner("bob", None, "test")
-    writing(
-        service.engine, lambda c: store.insert_memory(c, other, "bob's apples", [], [_ctx("y")])
-    )
+    writing(service.engine, lambda c: _insert(c, other, "bob's apples", [], [_ctx("y")]))
     assert writing(service.engine, lambda c: store.delete_memory(c, "bob", row.id)) is False
     assert writing(service.engine, lambda c: store.delete_memory(c, "alice", row.id)) is True
     counts = row_counts(service.engine)
@@ -89,9 +90,7 @@ def test_delete_removes_contexts_postings_and_stats(service):
 
 def test_foreign_key_cascade_removes_contexts(service):
     # Even a raw delete of the memory row (no helper) takes its contexts along.
-    row = writing(
-        service.engine, lambda c: store.insert_memory(c, OWNER, "cascade", [], [_ctx("x")])
-    )
+    row = writing(service.engine, lambda c: _insert(c, OWNER, "cascade", [], [_ctx("x")]))
     from memory_bank.store.schema import memory, memory_term
 
     def raw_delete(conn):
@@ -103,7 +102,7 @@ def test_foreign_key_cascade_removes_contexts(service):
 
 
 def test_reads_are_owner_scoped(service):
-    row = writing(service.engine, lambda c: store.insert_memory(c, OWNER, "mine", [], []))
+    row = writing(service.engine, lambda c: _insert(c, OWNER, "mine", [], []))
     with reading(service.engine) as conn:
         assert store.get_memories(conn, "bob", [row.id]) == {}
         assert store.list_memories(conn, "bob", 10, None) == []

@@ -6,9 +6,9 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
+from memory_bank.domain.reindex import prepare
 from memory_bank.settings import PREFIX, Settings
 from memory_bank.store.engine import make_engine
-from memory_bank.store.migrate import migrate
 
 EXIT_USAGE = 2
 EXIT_DATABASE = 3
@@ -35,7 +35,7 @@ def open_database(settings: Settings, run_migrations: bool = True) -> Engine:
     try:
         engine = make_engine(settings.database_url, pool_size=2)
         if run_migrations:
-            migrate(engine)
+            prepare(engine)
         else:
             with engine.connect():
                 pass

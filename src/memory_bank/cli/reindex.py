@@ -7,7 +7,8 @@ import argparse
 from tqdm import tqdm
 
 from memory_bank.cli.common import open_database
-from memory_bank.search import reindex
+from memory_bank.domain import reindex
+from memory_bank.search.document import index_version
 from memory_bank.settings import Settings
 
 
@@ -19,7 +20,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         with tqdm(total=total, unit="memory", desc="reindex", disable=args.quiet) as bar:
             done = reindex.rebuild(engine, args.user, args.batch, bar.update)
         who = f"user {args.user}" if args.user else "all users"
-        print(f"reindexed {done} memories of {who} ({reindex.index_version()})")
+        print(f"reindexed {done} memories of {who} ({index_version()})")
     finally:
         engine.dispose()
     return 0

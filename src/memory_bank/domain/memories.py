@@ -12,7 +12,9 @@ from memory_bank.domain import cursor
 from memory_bank.errors import MemoryNotFound, QuotaExceeded, UnsupportedMediaType
 from memory_bank.ids import is_id, iso
 from memory_bank.search import index as search_index
+from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
+from memory_bank.store import postings
 from memory_bank.store.engine import reading, writing
 
 
@@ -55,7 +57,8 @@ def save(
     def work(conn: Connection) -> store.MemoryRow:
         check_quota(conn, principal.user_id, max_memories)
         # The insert is the transaction's last step, so its COMMIT may ride along with it.
-        return store.insert_memory(conn, owner, content, tags, contexts, commit=True)
+        index = postings_of(content, tags, [c.snippet for c in contexts])
+        return store.insert_memory(conn, owner, content, tags, contexts, index, commit=True)
 
     return shape(writing(engine, work))
 
@@ -66,7 +69,7 @@ def check_quota(conn: Connection, user_id: str, max_memories: int, adding: int =
         return
     # Counted inside the save's write transaction (row locked on MariaDB), so concurrent
     # saves cannot both slip under the limit.
-    held = search_index.document_count(conn, user_id, lock=True)
+    held = postings.memory_count(conn, user_id, lock=True)
     if held + adding > max_memories:
         raise QuotaExceeded(
             f"This memory bank is full ({max_memories} memories); delete some to save more.",

@@ -13,6 +13,7 @@ from memory_bank.domain import cursor
 from memory_bank.domain.memories import check_quota, parse_new_memory, shape, shape_context
 from memory_bank.errors import DraftNotFound
 from memory_bank.ids import is_id, iso, utcnow
+from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
 from memory_bank.store import drafts as store
 from memory_bank.store import memories as memory_store
@@ -72,10 +73,9 @@ def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]
 def page(
     engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
 ) -> dict[str, Any]:
-    """One page of the principal's review queue, newest first; expired drafts are purged."""
+    """One page of the principal's review queue, newest first (expired drafts are not shown)."""
     before_id = cursor.decode(secret, principal.user_id, after) if after else None
     now = utcnow()
-    writing(engine, lambda conn: store.purge_expired(conn, principal.user_id, now))
     with reading(engine) as conn:
         rows = store.list_drafts(conn, principal.user_id, now, limit + 1, before_id)
     more = len(rows) > limit
@@ -102,8 +102,10 @@ def confirm(
         # The delete decides the race between two reviewers: only one removes the row.
         if not store.delete_draft(conn, principal.user_id, draft_id):
             raise DraftNotFound("No pending draft with this id.")
+        contexts = draft.new_contexts()
+        index = postings_of(content, tags, [c.snippet for c in contexts])
         memory = memory_store.insert_memory(
-            conn, draft.owner(), content, tags, draft.new_contexts(), created_at=now
+            conn, draft.owner(), content, tags, contexts, index, created_at=now
         )
         edited = content != draft.content or tags != draft.tags
         action = store.EDITED_CONFIRMED if edited else store.CONFIRMED

@@ -16,6 +16,7 @@ from memory_bank.state import STATE_KEY
 
 log = logging.getLogger("memory_bank.errors")
 
+
 def install(app: Any) -> None:
     """Register the hooks on a Connexion app."""
     app.add_error_handler(ApiError, _api_error)
@@ -87,7 +88,6 @@ async def _unexpected(_request: ConnexionRequest, exc: Exception) -> ConnexionRe
     """Log an unexpected error and answer with a generic 500 (no details leak)."""
     log.error("unhandled error: %r", exc, exc_info=exc)
     return response(errors.InternalError("The server hit an unexpected error."))
-
 
 
 def _first_line(detail: str) -> str:

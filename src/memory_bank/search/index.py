@@ -1,199 +1,21 @@
-"""The per-user inverted index: postings in ordinary tables, BM25 computed in SQL."""
+"""Ranking over the per-user inverted index: BM25 computed in SQL from the user's postings."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
-from sqlalchemy.dialects.mysql import insert as mysql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection
 
 from memory_bank.search.analyzer import terms
-from memory_bank.store import batch
-from memory_bank.store.schema import memory_term, memory_user_stats
 
 K1 = 1.2
 B = 0.75
-
-# Field weights of a simplified BM25F: a term's stored tf (and the document length) is the
-# weighted sum over the memory's fields. Integers, so postings stay plain integer columns.
-CONTENT_WEIGHT = 3
-TAG_WEIGHT = 3
-CONTEXT_WEIGHT = 1
 
 # A search reads the posting lists of its rarest terms in full up to about this many postings;
 # commoner terms are then scored only for the best CANDIDATES of those (see search()).
 POSTINGS_BUDGET = 5000
 CANDIDATES = 200
-
-
-def document_counts(
-    content: str, tags: Iterable[str] = (), snippets: Iterable[str] = ()
-) -> tuple[Counter[str], int]:
-    """Weighted term frequencies of a memory (content, tags, context snippets) and its length."""
-    counts: Counter[str] = Counter()
-    fields = [(content, CONTENT_WEIGHT)]
-    fields += [(tag, TAG_WEIGHT) for tag in tags]
-    if CONTEXT_WEIGHT:
-        fields += [(snippet, CONTEXT_WEIGHT) for snippet in snippets]
-    for text_, weight in fields:
-        for term in terms(text_):
-            counts[term] += weight
-    return counts, sum(counts.values())
-
-
-def document_text(content: str, tags: Iterable[str]) -> str:
-    """Content and tags as one text (the older single-field call; index_memory takes fields)."""
-    return " ".join([content, *tags])
-
-
-def posting_rows(
-    user_id: str, memory_id: str, counts: Counter[str], length: int
-) -> list[dict[str, object]]:
-    """The memory_term rows of one memory (shared by incremental indexing, reindex, bulk load)."""
-    return [
-        {"user_id": user_id, "term": term, "memory_id": memory_id, "tf": tf, "doc_len": length}
-        for term, tf in counts.items()
-    ]
-
-
-def index_memory(
-    conn: Connection,
-    user_id: str,
-    memory_id: str,
-    content: str,
-    tags: Iterable[str] = (),
-    snippets: Iterable[str] = (),
-) -> None:
-    """Add one memory's postings and update the user's statistics, in the caller's transaction."""
-    counts, length = document_counts(content, tags, snippets)
-    if counts:
-        conn.execute(_INSERT_TERMS, posting_rows(user_id, memory_id, counts, length))
-    bump_stats(conn, user_id, 1, length)
-
-
-def index_statements(
-    user_id: str,
-    memory_id: str,
-    content: str,
-    tags: Iterable[str] = (),
-    snippets: Iterable[str] = (),
-) -> list[batch.Statement]:
-    """index_memory() as batch statements for MySQL/MariaDB: postings, then statistics.
-
-    The statistics are an UPDATE of the user's row and an INSERT of it that happens only when
-    the UPDATE matched nothing (the user's first memory), tested with ROW_COUNT() in the same
-    batch, so no answer has to come back before the batch can commit. The common case stays a
-    plain UPDATE, locking only the user's existing row (see bump_stats).
-    """
-    counts, length = document_counts(content, tags, snippets)
-    statements = []
-    if counts:
-        statements.append(
-            batch.insert(memory_term, posting_rows(user_id, memory_id, counts, length))
-        )
-    statements.append(
-        batch.Statement(
-            "UPDATE memory_user_stats SET doc_count = doc_count + %s, total_len = total_len + %s "
-            "WHERE user_id = %s",
-            (1, length, user_id),
-        )
-    )
-    statements.append(
-        batch.Statement(
-            "INSERT INTO memory_user_stats (user_id, doc_count, total_len) "
-            "SELECT %s, %s, %s FROM DUAL WHERE ROW_COUNT() = 0 "
-            "ON DUPLICATE KEY UPDATE doc_count = doc_count + %s, total_len = total_len + %s",
-            (user_id, 1, length, 1, length),
-        )
-    )
-    return statements
-
-
-def add_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:
-    """Create or add to a user's statistics row (when an UPDATE found none)."""
-    values = {"owner": user_id, "docs": docs, "length": length}
-    if conn.dialect.name == "sqlite":
-        conn.execute(_UPSERT_STATS_SQLITE, values)
-    else:
-        conn.execute(_UPSERT_STATS_MYSQL, values)
-
-
-def unindex_memory(conn: Connection, user_id: str, memory_id: str) -> None:
-    """Remove one memory's postings and update the user's statistics."""
-    doc_len = conn.execute(
-        select(memory_term.c.doc_len)
-        .where(memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id)
-        .limit(1)
-    ).scalar()
-    conn.execute(
-        delete(memory_term).where(
-            memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id
-        )
-    )
-    bump_stats(conn, user_id, -1, -(doc_len or 0))
-
-
-def bump_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:
-    """Add to a user's document count and total length (creating the row on first use)."""
-    values = {"owner": user_id, "docs": docs, "length": length}
-    if conn.dialect.name == "sqlite":
-        conn.execute(_UPSERT_STATS_SQLITE, values)
-        return
-    # Update first: the common case, and it locks only the user's existing row, where an
-    # upsert's duplicate check would also take gap locks that concurrent first saves deadlock on.
-    if conn.execute(_ADD_STATS, values).rowcount == 0:
-        add_stats(conn, user_id, docs, length)
-
-
-def document_count(conn: Connection, user_id: str, *, lock: bool = False) -> int:
-    """How many memories the user has indexed; lock=True holds the row until commit."""
-    # SQLite writers are already serialised by BEGIN IMMEDIATE, so only MySQL/MariaDB lock.
-    stmt = _COUNT_LOCKED if lock and conn.dialect.name != "sqlite" else _COUNT
-    return int(conn.execute(stmt, {"user_id": user_id}).scalar() or 0)
-
-
-# The write path's statements, built once: reusing a statement object spares SQLAlchemy
-# rebuilding and re-keying it on every save (a measurable share of a save on SQLite).
-_INSERT_TERMS = insert(memory_term)
-_STATS = memory_user_stats.c
-_ADD_STATS = (
-    update(memory_user_stats)
-    .where(_STATS.user_id == bindparam("owner"))
-    .values(
-        doc_count=_STATS.doc_count + bindparam("docs"),
-        total_len=_STATS.total_len + bindparam("length"),
-    )
-)
-_NEW_STATS: dict[str, Any] = {
-    "user_id": bindparam("owner"),
-    "doc_count": bindparam("docs"),
-    "total_len": bindparam("length"),
-}
-_UPSERT_STATS_SQLITE = (
-    sqlite_insert(memory_user_stats)
-    .values(_NEW_STATS)
-    .on_conflict_do_update(
-        index_elements=[_STATS.user_id],
-        set_={
-            "doc_count": _STATS.doc_count + bindparam("docs"),
-            "total_len": _STATS.total_len + bindparam("length"),
-        },
-    )
-)
-_UPSERT_STATS_MYSQL = (
-    mysql_insert(memory_user_stats)
-    .values(_NEW_STATS)
-    .on_duplicate_key_update(
-        doc_count=_STATS.doc_count + bindparam("docs"),
-        total_len=_STATS.total_len + bindparam("length"),
-    )
-)
-_COUNT = select(_STATS.doc_count).where(_STATS.user_id == bindparam("user_id"))
-_COUNT_LOCKED = _COUNT.with_for_update()
 
 
 def _mark(conn: Connection) -> str:

@@ -10,11 +10,20 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, insert, select, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    tuple_,
+)
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.search import index as search_index
-from memory_bank.store import batch
+from memory_bank.store import batch, postings
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.schema import memory, memory_context
 
@@ -64,6 +73,7 @@ def insert_memory(
     content: str,
     tags: Sequence[str],
     contexts: Sequence[NewContext],
+    index: postings.Postings,
     *,
     memory_id: str | None = None,
     created_at: datetime | None = None,
@@ -102,20 +112,19 @@ def insert_memory(
         }
         for pos, ctx in enumerate(contexts)
     ]
-    snippets = [ctx.snippet for ctx in contexts]
     if batch.supported(conn):
         # MySQL/MariaDB: the memory, its contexts, postings and statistics (and the COMMIT) in
         # one round trip instead of five (each costs 0.1-0.5 ms of driver work and network here).
         statements = [batch.insert(memory, [row])]
         if rows:
             statements.append(batch.insert(memory_context, rows))
-        statements += search_index.index_statements(owner.user_id, mid, content, tags, snippets)
+        statements += postings.add_statements(owner.user_id, mid, index)
         batch.execute(conn, statements, commit=commit)
     else:
         conn.execute(_INSERT_MEMORY, row)
         if rows:
             conn.execute(_INSERT_CONTEXT, rows)
-        search_index.index_memory(conn, owner.user_id, mid, content, tags, snippets)
+        postings.add(conn, owner.user_id, mid, index)
     return MemoryRow(
         id=mid,
         user_id=owner.user_id,
@@ -190,7 +199,7 @@ def delete_memory(conn: Connection, user_id: str, memory_id: str) -> bool:
     ).first()
     if exists is None:
         return False
-    search_index.unindex_memory(conn, user_id, memory_id)
+    postings.remove(conn, user_id, memory_id)
     conn.execute(
         delete(memory_context).where(
             memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
@@ -198,6 +207,54 @@ def delete_memory(conn: Connection, user_id: str, memory_id: str) -> bool:
     )
     conn.execute(delete(memory).where(memory.c.user_id == user_id, memory.c.id == memory_id))
     return True
+
+
+def count(conn: Connection, user_id: str) -> int:
+    """How many memories the user has, counted from the rows themselves."""
+    stmt = select(func.count()).select_from(memory).where(memory.c.user_id == user_id)
+    return int(conn.execute(stmt).scalar() or 0)
+
+
+def count_all(conn: Connection) -> int:
+    """How many memories there are: a cross-user read, for the operator's maintenance only."""
+    return int(conn.execute(select(func.count()).select_from(memory)).scalar() or 0)
+
+
+def owners(conn: Connection) -> list[str]:
+    """Every user with memories: a cross-user read, for the operator's maintenance only."""
+    return sorted(conn.execute(select(memory.c.user_id).distinct()).scalars())
+
+
+@dataclass(frozen=True)
+class Document:
+    """What the index is made from: a memory's content, tags and context snippets."""
+
+    id: str
+    content: str
+    tags: list[str]
+    snippets: list[str]
+
+
+def documents(conn: Connection, user_id: str, after: str, size: int) -> list[Document]:
+    """The user's next size memories with ids after `after`, as index documents, by id."""
+    rows = conn.execute(
+        select(memory.c.id, memory.c.content, memory.c.tags)
+        .where(memory.c.user_id == user_id, memory.c.id > after)
+        .order_by(memory.c.id)
+        .limit(size)
+    ).all()
+    snippets: dict[str, list[str]] = {r.id: [] for r in rows}
+    if rows:
+        for mid, snippet in conn.execute(
+            select(memory_context.c.memory_id, memory_context.c.snippet)
+            .where(
+                memory_context.c.user_id == user_id,
+                memory_context.c.memory_id.in_(list(snippets)),
+            )
+            .order_by(memory_context.c.memory_id, memory_context.c.position)
+        ):
+            snippets[mid].append(snippet)
+    return [Document(r.id, r.content, json.loads(r.tags), snippets[r.id]) for r in rows]
 
 
 def _owned(sqlite: bool, user_col: Any, id_col: Any) -> ColumnElement[bool]:

@@ -5,19 +5,20 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, insert, select, text
+from sqlalchemy import Connection, Engine, text
 
-from memory_bank.store.schema import service_state
+from memory_bank.store import service_state
 
 _SCRIPTS = str(Path(__file__).with_name("migrations"))
 _LOCK_NAME = "memory_bank_migrate"
+_SECRET = "signing_secret"
 
 
 def _config() -> Config:
@@ -71,38 +72,28 @@ def _exclusive(engine: Engine) -> Iterator[None]:
             conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": _LOCK_NAME})
 
 
-def migrate(engine: Engine) -> str:
-    """Bring the schema to head (a no-op when current) and return the revision."""
+def migrate(engine: Engine, then: Callable[[Engine], object] | None = None) -> str:
+    """Bring the schema to head (a no-op when current) and return the revision.
+
+    then(engine) runs afterwards under the same lock, so exactly one of several processes
+    starting at once does it (domain/reindex.py rebuilds a stale search index there).
+    """
     with _exclusive(engine):
         with engine.begin() as conn:
             cfg = _config()
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
-        _ensure_secret(engine)
-        # Postings made by an older analyzer would silently miss matches: rebuild them here,
-        # under the migration lock, so exactly one process does it (see docs/search.md).
-        from memory_bank.search.reindex import ensure_current
-
-        ensure_current(engine)
+        with engine.begin() as conn:
+            service_state.put_once(conn, _SECRET, secrets.token_urlsafe(32))
+        if then is not None:
+            then(engine)
     return head_revision()
 
 
-def _ensure_secret(engine: Engine) -> None:
-    """Create the server's signing secret once; every worker reads the same one."""
-    with engine.begin() as conn:
-        found = conn.execute(
-            select(service_state.c.value).where(service_state.c.name == "signing_secret")
-        ).scalar()
-        if found is None:
-            conn.execute(
-                insert(service_state).values(name="signing_secret", value=secrets.token_urlsafe(32))
-            )
-
-
 def signing_secret(engine: Engine) -> bytes:
-    """The server's signing secret (for cursors and sign-in links)."""
+    """The server's signing secret (for cursors and sign-in links); every worker reads one."""
     with engine.connect() as conn:
-        value = conn.execute(
-            select(service_state.c.value).where(service_state.c.name == "signing_secret")
-        ).scalar_one()
-    return str(value).encode()
+        value = service_state.get(conn, _SECRET)
+    if value is None:
+        raise RuntimeError("the database has no signing secret: run memory-bank migrate")
+    return value.encode()

@@ -7,8 +7,8 @@ import sys
 
 import sqlalchemy as sa
 
-from memory_bank.search import reindex
-from memory_bank.store.migrate import migrate
+from memory_bank.domain import reindex
+from memory_bank.search.document import index_version
 from memory_bank.store.schema import memory_term, memory_user_stats, service_state
 
 TEXTS = [
@@ -78,8 +78,8 @@ def test_migrate_rebuilds_a_stale_index(service):
             .where(service_state.c.name == reindex.STATE_NAME)
             .values(value="analyzer=1;weights=1,1,0")
         )
-    migrate(service.engine)
-    assert reindex.stored_version(service.engine) == reindex.index_version()
+    reindex.prepare(service.engine)
+    assert reindex.stored_version(service.engine) == index_version()
     assert _snapshot(service, headers) == before
 
 

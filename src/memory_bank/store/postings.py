@@ -1,0 +1,188 @@
+"""The per-user index tables: postings and statistics, written with the memory they describe.
+
+Search decides what a memory's postings are (search/document.py) and how they are ranked
+(search/index.py); this module only stores them. Every statement filters by user_id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from memory_bank.store import batch
+from memory_bank.store.schema import memory_term, memory_user_stats
+
+
+@dataclass(frozen=True)
+class Postings:
+    """One memory's index entry: weighted term frequencies and the document length."""
+
+    terms: Mapping[str, int]
+    length: int
+
+
+def posting_rows(user_id: str, memory_id: str, postings: Postings) -> list[dict[str, object]]:
+    """The memory_term rows of one memory (shared by saves, reindex and bulk loads)."""
+    return [
+        {
+            "user_id": user_id,
+            "term": term,
+            "memory_id": memory_id,
+            "tf": tf,
+            "doc_len": postings.length,
+        }
+        for term, tf in postings.terms.items()
+    ]
+
+
+def add(conn: Connection, user_id: str, memory_id: str, postings: Postings) -> None:
+    """Add one memory's postings and update the user's statistics, in the caller's transaction."""
+    if postings.terms:
+        conn.execute(_INSERT_TERMS, posting_rows(user_id, memory_id, postings))
+    bump_stats(conn, user_id, 1, postings.length)
+
+
+def add_statements(user_id: str, memory_id: str, postings: Postings) -> list[batch.Statement]:
+    """add() as batch statements for MySQL/MariaDB: postings, then statistics.
+
+    The statistics are an UPDATE of the user's row and an INSERT of it that happens only when
+    the UPDATE matched nothing (the user's first memory), tested with ROW_COUNT() in the same
+    batch, so no answer has to come back before the batch can commit. The common case stays a
+    plain UPDATE, locking only the user's existing row (see bump_stats).
+    """
+    statements = []
+    if postings.terms:
+        statements.append(batch.insert(memory_term, posting_rows(user_id, memory_id, postings)))
+    length = postings.length
+    statements.append(
+        batch.Statement(
+            "UPDATE memory_user_stats SET doc_count = doc_count + %s, total_len = total_len + %s "
+            "WHERE user_id = %s",
+            (1, length, user_id),
+        )
+    )
+    statements.append(
+        batch.Statement(
+            "INSERT INTO memory_user_stats (user_id, doc_count, total_len) "
+            "SELECT %s, %s, %s FROM DUAL WHERE ROW_COUNT() = 0 "
+            "ON DUPLICATE KEY UPDATE doc_count = doc_count + %s, total_len = total_len + %s",
+            (user_id, 1, length, 1, length),
+        )
+    )
+    return statements
+
+
+def remove(conn: Connection, user_id: str, memory_id: str) -> None:
+    """Remove one memory's postings and update the user's statistics."""
+    doc_len = conn.execute(
+        select(memory_term.c.doc_len)
+        .where(memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id)
+        .limit(1)
+    ).scalar()
+    conn.execute(
+        delete(memory_term).where(
+            memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id
+        )
+    )
+    bump_stats(conn, user_id, -1, -(doc_len or 0))
+
+
+def replace(conn: Connection, user_id: str, entries: Mapping[str, Postings]) -> None:
+    """Swap the postings of these memories of the user for new ones (statistics: recount())."""
+    ids = list(entries)
+    conn.execute(
+        delete(memory_term).where(
+            memory_term.c.user_id == user_id, memory_term.c.memory_id.in_(ids)
+        )
+    )
+    rows = [r for mid, p in entries.items() for r in posting_rows(user_id, mid, p)]
+    if rows:
+        conn.execute(_INSERT_TERMS, rows)
+
+
+def recount(conn: Connection, user_id: str, docs: int) -> None:
+    """Set a user's statistics from their postings (drop them when the user has no memories)."""
+    table = memory_user_stats
+    if docs == 0:
+        conn.execute(delete(table).where(table.c.user_id == user_id))
+        return
+    lengths = (
+        select(func.max(memory_term.c.doc_len).label("len"))
+        .where(memory_term.c.user_id == user_id)
+        .group_by(memory_term.c.memory_id)
+        .subquery()
+    )
+    total = int(conn.execute(select(func.coalesce(func.sum(lengths.c.len), 0))).scalar() or 0)
+    done = conn.execute(
+        update(table).where(table.c.user_id == user_id).values(doc_count=docs, total_len=total)
+    )
+    if done.rowcount == 0:
+        conn.execute(insert(table).values(user_id=user_id, doc_count=docs, total_len=total))
+
+
+def owners(conn: Connection) -> list[str]:
+    """Every user with statistics: a cross-user read, for the operator's maintenance only."""
+    return sorted(conn.execute(select(memory_user_stats.c.user_id)).scalars())
+
+
+def bump_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:
+    """Add to a user's document count and total length (creating the row on first use)."""
+    values = {"owner": user_id, "docs": docs, "length": length}
+    if conn.dialect.name == "sqlite":
+        conn.execute(_UPSERT_STATS_SQLITE, values)
+        return
+    # Update first: the common case, and it locks only the user's existing row, where an
+    # upsert's duplicate check would also take gap locks that concurrent first saves deadlock on.
+    if conn.execute(_ADD_STATS, values).rowcount == 0:
+        conn.execute(_UPSERT_STATS_MYSQL, values)
+
+
+def memory_count(conn: Connection, user_id: str, *, lock: bool = False) -> int:
+    """How many memories the user has (kept with the statistics); lock holds the row to commit."""
+    # SQLite writers are already serialised by BEGIN IMMEDIATE, so only MySQL/MariaDB lock.
+    stmt = _COUNT_LOCKED if lock and conn.dialect.name != "sqlite" else _COUNT
+    return int(conn.execute(stmt, {"user_id": user_id}).scalar() or 0)
+
+
+# The write path's statements, built once: reusing a statement object spares SQLAlchemy
+# rebuilding and re-keying it on every save (a measurable share of a save on SQLite).
+_INSERT_TERMS = insert(memory_term)
+_STATS = memory_user_stats.c
+_ADD_STATS = (
+    update(memory_user_stats)
+    .where(_STATS.user_id == bindparam("owner"))
+    .values(
+        doc_count=_STATS.doc_count + bindparam("docs"),
+        total_len=_STATS.total_len + bindparam("length"),
+    )
+)
+_NEW_STATS: dict[str, object] = {
+    "user_id": bindparam("owner"),
+    "doc_count": bindparam("docs"),
+    "total_len": bindparam("length"),
+}
+_UPSERT_STATS_SQLITE = (
+    sqlite_insert(memory_user_stats)
+    .values(_NEW_STATS)
+    .on_conflict_do_update(
+        index_elements=[_STATS.user_id],
+        set_={
+            "doc_count": _STATS.doc_count + bindparam("docs"),
+            "total_len": _STATS.total_len + bindparam("length"),
+        },
+    )
+)
+_UPSERT_STATS_MYSQL = (
+    mysql_insert(memory_user_stats)
+    .values(_NEW_STATS)
+    .on_duplicate_key_update(
+        doc_count=_STATS.doc_count + bindparam("docs"),
+        total_len=_STATS.total_len + bindparam("length"),
+    )
+)
+_COUNT = select(_STATS.doc_count).where(_STATS.user_id == bindparam("user_id"))
+_COUNT_LOCKED = _COUNT.with_for_update()
