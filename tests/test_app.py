@@ -54,5 +54,7 @@ def test_a_spec_that_is_not_openapi_fails_at_start_up(tmp_path, sqlite_settings)
 def test_the_shipped_spec_builds(sqlite_settings):
     app = create_app(sqlite_settings)
     state = state_of(app)
-    assert state.required_scopes["postMemory"] == ("mcp:write",)
+    assert state.requirements["postMemory"].scopes == ("mcp:write",)
+    assert state.requirements["postMemory"].switches
+    assert not state.requirements["getHealthz"].switches
     app_state.dispose(state)

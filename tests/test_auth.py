@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from contract import assert_problem, row_counts
-from memory_bank.auth import scopes_from_spec
+from memory_bank.http.security import requirements
 from memory_bank.ids import utcnow
 from memory_bank.spec import load_spec
 from memory_bank.store import keys
@@ -158,7 +158,7 @@ def test_keys_are_random_prefixed_and_unique(service):
 
 
 def test_every_operation_in_the_spec_declares_its_scopes():
-    scopes = scopes_from_spec(load_spec())
+    scopes = {op: need.scopes for op, need in requirements(load_spec()).items()}
     assert scopes["postMemory"] == ("mcp:write",)
     assert scopes["deleteMemoryById"] == ("mcp:write",)
     assert scopes["getMemory"] == scopes["getMemorySearch"] == ("mcp:read",)

@@ -17,9 +17,8 @@ from connexion.resolver import Resolver
 from connexion.validators import VALIDATOR_MAP
 
 from memory_bank.api import HANDLER_MODULES
-from memory_bank.auth import scopes_from_spec
 from memory_bank.domain.reindex import prepare
-from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
+from memory_bank.http import cors, exceptions, logs, metrics, ratelimit, security
 from memory_bank.http.middleware import OuterMiddleware
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.http import McpMiddleware
@@ -64,10 +63,10 @@ def create_app(
         secret=signing_secret(engine),
         spec=spec,
         auth_engine=make_auth_engine(engine),
-        required_scopes=scopes_from_spec(spec),
+        requirements=security.requirements(spec),
     )
     handlers = _handlers()
-    missing = [op for op in state.required_scopes if op not in handlers]
+    missing = [op for op in state.requirements if op not in handlers]
     if missing:
         # A spec operation without a handler is a broken build, not a 501 at run time.
         raise RuntimeError(f"no handler for operation(s): {', '.join(sorted(missing))}")

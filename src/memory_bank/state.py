@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connexion import context as connexion_context
 from sqlalchemy import Engine
 
 from memory_bank.settings import Settings
 from memory_bank.store.engine import dispose_engines
+
+if TYPE_CHECKING:
+    from memory_bank.http.security import Requirement
 
 STATE_KEY = "memory_bank"
 
@@ -24,8 +27,8 @@ class AppState:
     spec: dict[str, Any]
     # The pool for the credential check (store.engine.make_auth_engine); may be engine itself.
     auth_engine: Engine
-    # operationId -> scopes its security requirement lists (enforced in auth.bearer_info).
-    required_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # operationId -> what it needs of its caller, from the spec (enforced in http/security.py).
+    requirements: dict[str, Requirement] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
 

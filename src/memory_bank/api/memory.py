@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory_bank import state as app_state
+from memory_bank.api.context import current_principal, current_switches
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.auth import current_principal
 from memory_bank.domain import memories, review
 
 
@@ -14,7 +14,7 @@ def postMemory(body: dict[str, Any]) -> Reply:
     """Save a memory for the caller, or a draft for review when review applies to them."""
     state = app_state.current()
     principal = current_principal()
-    if review.needs_review(state.engine, state.settings, principal):
+    if review.needs_review(state.settings, principal, current_switches()):
         envelope = review.submit(state.engine, state.settings, principal, body)
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})

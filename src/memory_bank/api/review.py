@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory_bank import state as app_state
+from memory_bank.api.context import current_principal
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.auth import current_principal
 from memory_bank.domain import review
 
 

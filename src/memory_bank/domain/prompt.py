@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_bank.spec import operations
+
 # The operations the snippet's how-to refers to; each must exist in the spec.
 SAVE, SEARCH, LIST, FETCH, DELETE = (
     "postMemory",
@@ -14,19 +16,9 @@ SAVE, SEARCH, LIST, FETCH, DELETE = (
 )
 
 
-def _operations(spec: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
-    """operationId -> (METHOD, path, operation) for every operation in the spec."""
-    found: dict[str, tuple[str, str, dict[str, Any]]] = {}
-    for route, item in spec.get("paths", {}).items():
-        for method, op in item.items():
-            if isinstance(op, dict) and "operationId" in op:
-                found[op["operationId"]] = (method.upper(), route, op)
-    return found
-
-
 def render_prompt(spec: dict[str, Any], base_url: str) -> str:
     """The snippet as Markdown, with calls spelled against base_url."""
-    ops = _operations(spec)
+    ops = {op.id: (op.method.upper(), op.path, op.definition) for op in operations(spec)}
     missing = [name for name in (SAVE, SEARCH, LIST, FETCH, DELETE) if name not in ops]
     if missing:
         raise ValueError(f"the spec lacks operation(s) the prompt needs: {', '.join(missing)}")

@@ -19,21 +19,17 @@ from memory_bank.store import drafts as store
 from memory_bank.store import memories as memory_store
 from memory_bank.store import user_settings
 from memory_bank.store.engine import reading, writing
+from memory_bank.store.user_settings import UserSettings
 
 REVIEW_SCOPE = "memory:review"
 SAVED_FOR_REVIEW = "Saved for review: a person must confirm this before it is remembered."
 
 
-def needs_review(engine: Engine, settings: Settings, principal: Principal) -> bool:
+def needs_review(settings: Settings, principal: Principal, mine: UserSettings) -> bool:
     """Whether this principal's saves must wait for a person (reviewers never wait)."""
     if principal.has(REVIEW_SCOPE):
         return False
-    if settings.review_required:
-        return True
-    if principal.review_opt_in is not None:
-        return principal.review_opt_in
-    with reading(engine) as conn:
-        return user_settings.get(conn, principal.user_id).review_required
+    return settings.review_required or mine.review_required
 
 
 def submit(

@@ -7,9 +7,10 @@ import json
 import re
 from typing import Any
 
+from memory_bank.spec import Operation, operations, scopes
+
 MANIFEST_VERSION = 1
 MAX_DESCRIPTION = 600
-METHODS = ("get", "put", "post", "patch", "delete")
 # Where a parameter may live, in the order that decides who keeps a plain name (see _claim).
 LOCATIONS = ("path", "query", "header", "body")
 # OpenAPI 3.0 keywords with no JSON Schema meaning (or none an agent needs).
@@ -24,14 +25,7 @@ def build_manifest(
     spec: dict[str, Any], source: str = "openapi/memory-bank.yaml"
 ) -> dict[str, Any]:
     """The manifest for a spec: tools in spec order, each with its binding."""
-    default_security = spec.get("security", [])
-    tools: list[dict[str, Any]] = []
-    for route, item in spec.get("paths", {}).items():
-        shared = item.get("parameters", [])
-        for method, op in item.items():
-            if method not in METHODS or not isinstance(op, dict) or op.get("x-mcp") is False:
-                continue
-            tools.append(_tool(spec, route, method, op, shared, default_security))
+    tools = [_tool(spec, op) for op in operations(spec) if op.definition.get("x-mcp") is not False]
     names = [t["name"] for t in tools]
     if len(set(names)) != len(names):
         raise SpecError("operationIds must be unique")
@@ -48,15 +42,14 @@ def render(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
 
 
-def _tool(
-    spec: dict[str, Any],
-    route: str,
-    method: str,
-    op: dict[str, Any],
-    shared: list[dict[str, Any]],
-    default_security: list[dict[str, Any]],
-) -> dict[str, Any]:
+def _tool(spec: dict[str, Any], operation: Operation) -> dict[str, Any]:
     """One manifest entry for one operation."""
+    route, method, op, shared = (
+        operation.path,
+        operation.method,
+        operation.definition,
+        operation.shared_parameters,
+    )
     name = op.get("operationId")
     if not name:
         raise SpecError(f"{method.upper()} {route} has no operationId")
@@ -73,13 +66,10 @@ def _tool(
     if outputs["schema"] is not None:
         tool["outputSchema"] = outputs["schema"]
     tool["annotations"] = _annotations(method, title)
-    scopes: list[str] = []
-    for requirement in op.get("security", default_security):
-        scopes.extend(requirement.get("bearerAuth", []))
     return {
         **tool,
         "x-memory-bank": {
-            "scopes": scopes,
+            "scopes": list(scopes(spec, operation)),
             "http": {
                 "method": method.upper(),
                 "path": route,

@@ -12,13 +12,13 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_bank import errors
-from memory_bank.auth import Principal, authenticate
 from memory_bank.errors import (
     ApiError,
     InsufficientScope,
     ServiceUnavailable,
     Unauthorized,
 )
+from memory_bank.http.security import Requirement, identify
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
@@ -91,10 +91,11 @@ class McpMiddleware:
         try:
             if not token:
                 raise Unauthorized("A valid API key is required (Authorization: Bearer mb_...).")
-            principal: Principal = await anyio.to_thread.run_sync(
-                authenticate, self.state.engine, token
+            # The same check as every REST call; each tool's own scope is then checked by REST.
+            caller = await anyio.to_thread.run_sync(
+                identify, self.state.auth_engine, self.state.settings, token, Requirement()
             )
-            if not any(principal.has(s) for s in MCP_SCOPES):
+            if not any(caller.principal.has(s) for s in MCP_SCOPES):
                 raise InsufficientScope(MCP_SCOPES[0])
             if self.manager is None:
                 raise ServiceUnavailable("The MCP endpoint is not running (ASGI lifespan is off).")
