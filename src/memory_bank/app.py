@@ -19,7 +19,10 @@ from connexion.validators import VALIDATOR_MAP
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.domain.reindex import prepare
 from memory_bank.http import cors, exceptions, logs, metrics, ratelimit, security
-from memory_bank.http.middleware import OuterMiddleware
+from memory_bank.http.body import BodyLimitMiddleware, ChunkedBodyMiddleware
+from memory_bank.http.headers import SecurityHeadersMiddleware
+from memory_bank.http.lifespan import AppStateMiddleware, BackgroundWorkMiddleware
+from memory_bank.http.paths import EscapeControlCharactersMiddleware
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.http import McpMiddleware
 from memory_bank.settings import Settings
@@ -33,13 +36,17 @@ log = logging.getLogger("memory_bank")
 
 
 def _handlers() -> dict[str, Callable[..., Any]]:
-    """operationId -> handler function, from the handler modules."""
+    """operationId -> handler function, from the handler modules (a name twice is an error)."""
     found: dict[str, Callable[..., Any]] = {}
     for name in HANDLER_MODULES:
         module = importlib.import_module(f"memory_bank.api.{name}")
         for attr, value in vars(module).items():
             public = callable(value) and attr[:1].islower()
             if public and getattr(value, "__module__", None) == module.__name__:
+                if attr in found:
+                    raise RuntimeError(
+                        f"two handlers named {attr}: {found[attr].__module__}, {module.__name__}"
+                    )
                 found[attr] = value
     return found
 
@@ -89,18 +96,8 @@ def create_app(
     )
     exceptions.install(app)
     panel_routes.install(app, settings.panel_enabled)
-    _add_reliability_middleware(app, settings)
-    app.add_middleware(OuterMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
-    if settings.rate_limit_per_minute > 0:
-        # Inside OuterMiddleware, so a 429 carries the security headers too.
-        app.add_middleware(
-            ratelimit.RateLimitMiddleware,
-            position=MiddlewarePosition.BEFORE_EXCEPTION,
-            per_minute=settings.rate_limit_per_minute,
-        )
-    # MCP at /mcp (and its RFC 9728 metadata); inside OuterMiddleware so it gets the same
-    # body cap and security headers, and it sees the lifespan that runs its session manager.
-    app.add_middleware(McpMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, state=state)
+    for middleware, options in _middleware(settings, state):
+        app.add_middleware(middleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **options)
     state.extras["connexion_app"] = app
     app.memory_bank_state = state
     return app
@@ -112,13 +109,28 @@ def state_of(app: Any) -> AppState:
     return state
 
 
-def _add_reliability_middleware(app: Any, settings: Settings) -> None:
-    """CORS, request ids and logs, then metrics, outermost first (all outside the body cap)."""
-    before = MiddlewarePosition.BEFORE_EXCEPTION
-    allowed = cors.origins(settings.cors_origins)
-    if allowed:
-        app.add_middleware(cors.cors_middleware, position=before, allowed=allowed)
+def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str, Any]]]:
+    """The ASGI middleware around the app, outermost first, each with its options."""
     logs.configure_access_log(settings.log_level)
-    app.add_middleware(logs.RequestLogMiddleware, position=before)
-    if settings.metrics_enabled:
-        app.add_middleware(metrics.MetricsMiddleware, position=before)
+    allowed = cors.origins(settings.cors_origins)
+    stack: list[tuple[Any, dict[str, Any]]] = [
+        *([(cors.cors_middleware, {"allowed": allowed})] if allowed else []),
+        # Request ids, access lines and metrics see every answer, 413s and 429s included.
+        (logs.RequestLogMiddleware, {}),
+        *([(metrics.MetricsMiddleware, {})] if settings.metrics_enabled else []),
+        (BackgroundWorkMiddleware, {"state": state}),
+        (AppStateMiddleware, {"state": state}),
+        # Everything inside answers with the security headers, problems from middleware too.
+        (SecurityHeadersMiddleware, {}),
+        (EscapeControlCharactersMiddleware, {}),
+        (BodyLimitMiddleware, {"cap": settings.max_body_bytes}),
+        (ChunkedBodyMiddleware, {}),
+    ]
+    if settings.rate_limit_per_minute > 0:
+        stack.append(
+            (ratelimit.RateLimitMiddleware, {"per_minute": settings.rate_limit_per_minute})
+        )
+    # MCP at /mcp (and its RFC 9728 metadata), with the same body cap and headers; it sees the
+    # lifespan that runs its session manager.
+    stack.append((McpMiddleware, {"state": state}))
+    return stack

@@ -1,0 +1,43 @@
+"""What lives as long as the app: its shared state, given to every request, and its background
+work (handler threads sized, SQLite checkpoints)."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memory_bank.http.threads import limit_handler_threads
+from memory_bank.state import STATE_KEY, AppState
+from memory_bank.store import checkpoint
+
+
+class AppStateMiddleware:
+    """Give every request the app's shared state (settings, engines, spec facts)."""
+
+    def __init__(self, app: ASGIApp, state: AppState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI connection."""
+        if scope["type"] in {"http", "websocket"}:
+            scope.setdefault("state", {})[STATE_KEY] = self.state
+        await self.app(scope, receive, send)
+
+
+class BackgroundWorkMiddleware:
+    """While the app serves: handler threads sized for the pool, SQLite checkpoints running."""
+
+    def __init__(self, app: ASGIApp, state: AppState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI connection."""
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        # Start-up runs inside the server's event loop, whose thread pool this sizes.
+        limit_handler_threads(self.state.settings.db_pool_size)
+        # The lifespan lasts as long as the app serves: SQLite's checkpoints run beside it.
+        with checkpoint.in_background(self.state.engine):
+            await self.app(scope, receive, send)
