@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from contract import assert_problem, row_counts
-from memory_bank.http.security import requirements
 from memory_bank.ids import utcnow
-from memory_bank.spec import load_spec
+from memory_bank.spec import load_spec, requirements
 from memory_bank.store import keys
 from memory_bank.store.engine import writing
 

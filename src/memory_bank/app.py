@@ -18,7 +18,7 @@ from connexion.validators import VALIDATOR_MAP
 
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.domain.reindex import prepare
-from memory_bank.http import cors, exceptions, logs, metrics, ratelimit, security
+from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
 from memory_bank.http.body import BodyLimitMiddleware, ChunkedBodyMiddleware
 from memory_bank.http.headers import SecurityHeadersMiddleware
 from memory_bank.http.lifespan import AppStateMiddleware, BackgroundWorkMiddleware
@@ -26,8 +26,8 @@ from memory_bank.http.paths import EscapeControlCharactersMiddleware
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.http import McpMiddleware
 from memory_bank.settings import Settings
-from memory_bank.spec import load_spec
-from memory_bank.state import AppState
+from memory_bank.spec import load_spec, requirements
+from memory_bank.state import AppState, state_of
 from memory_bank.store.engine import make_auth_engine, make_engine
 from memory_bank.store.migrate import signing_secret
 from memory_bank.web import routes as panel_routes
@@ -70,7 +70,7 @@ def create_app(
         secret=signing_secret(engine),
         spec=spec,
         auth_engine=make_auth_engine(engine),
-        requirements=security.requirements(spec),
+        requirements=requirements(spec),
     )
     handlers = _handlers()
     missing = [op for op in state.requirements if op not in handlers]
@@ -103,12 +103,6 @@ def create_app(
     return app
 
 
-def state_of(app: Any) -> AppState:
-    """The shared state of an app made by create_app (for the CLI's hooks and for tests)."""
-    state: AppState = app.memory_bank_state
-    return state
-
-
 def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str, Any]]]:
     """The ASGI middleware around the app, outermost first, each with its options."""
     logs.configure_access_log(settings.log_level)
@@ -134,3 +128,6 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
     # lifespan that runs its session manager.
     stack.append((McpMiddleware, {"state": state}))
     return stack
+
+
+__all__ = ["create_app", "state_of"]

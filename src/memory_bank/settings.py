@@ -66,7 +66,11 @@ class Settings:
         False, "Serve Prometheus metrics at /metrics (per worker process); off = 404 there."
     )
     log_level: str = _setting("info", "Log level: debug, info, warning or error.")
-    db_pool_size: int = _setting(10, "Database connections kept per worker (MySQL/MariaDB).")
+    db_pool_size: int = _setting(
+        10,
+        "Database connections pooled per worker process (as many again may overflow); request "
+        "handlers per worker are capped at twice this, less one.",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -79,6 +83,10 @@ class Settings:
                 values[f.name] = _cast(f.name, raw, type(f.default))
         values.update(overrides)
         return cls(**values)
+
+    def base_url(self, fallback: str) -> str:
+        """The service's public base URL: the configured one, else fallback; no trailing slash."""
+        return (self.public_url or fallback).rstrip("/")
 
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with some settings changed."""

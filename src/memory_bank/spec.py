@@ -71,6 +71,27 @@ def scopes(spec: dict[str, Any], op: Operation) -> tuple[str, ...]:
     return tuple(found)
 
 
+# Marks an operation the kill switches cover; the caller's own switches are read with the key.
+SWITCHES = "x-user-switches"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What an operation needs of its caller, as its spec entry says."""
+
+    scopes: tuple[str, ...] = ()
+    # The kill switches apply, and the user's own switches are read with the key.
+    switches: bool = False
+
+
+def requirements(spec: dict[str, Any]) -> dict[str, Requirement]:
+    """operationId -> its Requirement (read once, at start-up)."""
+    return {
+        op.id: Requirement(scopes(spec, op), op.definition.get(SWITCHES) is True)
+        for op in operations(spec)
+    }
+
+
 def spec_methods(spec: dict[str, Any], url_path: str) -> list[str]:
     """The HTTP methods the spec declares for the path template matching a request path."""
     # Literal routes first: /v1/memory/search is not /v1/memory/{id}.

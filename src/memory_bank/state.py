@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from connexion import context as connexion_context
 from sqlalchemy import Engine
 
 from memory_bank.settings import Settings
+from memory_bank.spec import Requirement
 from memory_bank.store.engine import dispose_engines
-
-if TYPE_CHECKING:
-    from memory_bank.http.security import Requirement
 
 STATE_KEY = "memory_bank"
 
@@ -35,6 +33,12 @@ class AppState:
 def dispose(state: AppState) -> None:
     """Close the app's database pools."""
     dispose_engines(state.engine, state.auth_engine)
+
+
+def state_of(app: Any) -> AppState:
+    """The shared state of an app made by create_app (for the CLI and for tests)."""
+    state: AppState = app.memory_bank_state
+    return state
 
 
 def current() -> AppState:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
+from conftest import require_mysqlclient
 from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
@@ -29,10 +28,7 @@ BODY = {
 @pytest.fixture
 def mysqldb_url(mariadb_url: str) -> str:
     """The test database, reached through mysqlclient instead of PyMySQL."""
-    if importlib.util.find_spec("MySQLdb") is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("mysqlclient is required in CI (make test installs it)")
-        pytest.skip("mysqlclient is not installed (make mysqlclient)")
+    require_mysqlclient()
     url = sa.engine.make_url(mariadb_url).set(drivername="mysql+mysqldb")
     return url.render_as_string(hide_password=False)
 

@@ -7,11 +7,12 @@ from connexion import request
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply
 from memory_bank.domain.prompt import render_prompt
+from memory_bank.http.urls import base_url
 
 
 def getMemoryPrompt() -> Reply:
     """The "## Memory Bank" Markdown snippet, with URLs for this server."""
     state = app_state.current()
-    base = state.settings.public_url or str(request.base_url)
+    base = base_url(state.settings, request.scope)
     text = render_prompt(state.spec, base)
     return text, 200, {"Content-Type": "text/markdown"}

@@ -12,10 +12,11 @@ from memory_bank.settings import Settings
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve MCP over stdio."""
+    from memory_bank.app import create_app
     from memory_bank.mcp import stdio
 
     key = args.key or os.environ.get("MEMORY_BANK_MCP_KEY") or None
-    return stdio.run(settings, url=args.url, key=key, manifest_path=args.manifest)
+    return stdio.run(settings, create_app, url=args.url, key=key, manifest_path=args.manifest)
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
@@ -36,7 +37,7 @@ def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
     from memory_bank.domain.prompt import render_prompt
     from memory_bank.spec import load_spec
 
-    base = args.url or settings.public_url or f"http://{settings.host}:{settings.port}"
+    base = args.url or settings.base_url(f"http://{settings.host}:{settings.port}")
     print(render_prompt(load_spec(), base), end="")
     return 0
 

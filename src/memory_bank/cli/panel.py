@@ -19,7 +19,7 @@ LOCAL_USER = "local"
 def panel_link(settings: Settings, engine: Engine, base_url: str, user_id: str) -> str:
     """A one-time sign-in link to the panel for user_id (the code rides in the fragment)."""
     code = signin.make_code(signing_secret(engine), user_id, settings.panel_link_minutes)
-    base = (settings.public_url or base_url).rstrip("/")
+    base = settings.base_url(base_url)
     # The fragment never reaches the server, so the code stays out of access logs.
     return f"{base}/#signin={code}"
 

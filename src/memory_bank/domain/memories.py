@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -152,8 +151,3 @@ def shape_context(ctx: dict[str, Any]) -> dict[str, Any]:
         "origin": ctx["origin"],
         "created_at": iso(ctx["created_at"]),
     }
-
-
-def shape_all(rows: Sequence[store.MemoryRow]) -> list[dict[str, Any]]:
-    """Several memories as the API returns them."""
-    return [shape(r) for r in rows]

@@ -7,24 +7,14 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from memory_bank import auth, spec
+from memory_bank import auth
 from memory_bank import state as app_state
 from memory_bank.domain import switches
 from memory_bank.settings import Settings
+from memory_bank.spec import Requirement
 from memory_bank.store import keys
 from memory_bank.store.engine import reading
 from memory_bank.store.user_settings import UserSettings
-
-SWITCHES = "x-user-switches"
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """What an operation needs of its caller, as its spec entry says."""
-
-    scopes: tuple[str, ...] = ()
-    # The kill switches apply, and the user's own switches are read with the key.
-    switches: bool = False
 
 
 @dataclass(frozen=True)
@@ -33,14 +23,6 @@ class Caller:
 
     principal: auth.Principal
     switches: UserSettings | None
-
-
-def requirements(document: dict[str, Any]) -> dict[str, Requirement]:
-    """operationId -> its Requirement, read from the spec once at start-up."""
-    return {
-        op.id: Requirement(spec.scopes(document, op), op.definition.get(SWITCHES) is True)
-        for op in spec.operations(document)
-    }
 
 
 def identify(engine: Engine, settings: Settings, token: str, requirement: Requirement) -> Caller:

@@ -19,6 +19,7 @@ from memory_bank.errors import (
     Unauthorized,
 )
 from memory_bank.http.security import Requirement, identify
+from memory_bank.http.urls import base_url
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
@@ -86,7 +87,7 @@ class McpMiddleware:
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the bearer key, then hand the request to the SDK with the key in context."""
-        base = _base_url(scope, self.state)
+        base = base_url(self.state.settings, scope)
         token = _bearer(scope)
         try:
             if not token:
@@ -110,7 +111,7 @@ class McpMiddleware:
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
         """RFC 9728 protected-resource metadata for /mcp."""
-        base = _base_url(scope, self.state)
+        base = base_url(self.state.settings, scope)
         body = json.dumps(
             {
                 "resource": f"{base}/mcp",
@@ -137,17 +138,6 @@ def _bearer(scope: Scope) -> str | None:
                 return None
             return token.strip() or None
     return None
-
-
-def _base_url(scope: Scope, state: AppState) -> str:
-    """The public base URL: the configured one, else what the request was addressed to."""
-    if state.settings.public_url:
-        return state.settings.public_url.rstrip("/")
-    host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), None)
-    if not host:
-        server = scope.get("server") or ("127.0.0.1", 80)
-        host = f"{server[0]}:{server[1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
 
 
 async def _problem(send: Send, exc: ApiError, base: str) -> None:

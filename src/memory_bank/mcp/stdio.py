@@ -6,7 +6,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,15 @@ SESSION_LABEL = "memory-bank mcp (stdio session; revoked when it ends)"
 
 def run(
     settings: Settings,
+    make_app: Callable[[Settings], Any],
     url: str | None = None,
     key: str | None = None,
     manifest_path: Path | None = None,
 ) -> int:
-    """Serve MCP on stdin/stdout until the host closes the pipe."""
+    """Serve MCP on stdin/stdout until the host closes the pipe (make_app builds the service
+    for the embedded database; not called with url)."""
     manifest = manifest_module.load(manifest_path)
-    with _client(settings, url, key) as (client, credential):
+    with _client(settings, make_app, url, key) as (client, credential):
         # SIGTERM from a host should end the session cleanly so the session key gets revoked.
         signal.signal(signal.SIGTERM, _interrupt)
         executor = Executor(client, lambda: credential)
@@ -56,7 +58,7 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 @contextlib.contextmanager
 def _client(
-    settings: Settings, url: str | None, key: str | None
+    settings: Settings, make_app: Callable[[Settings], Any], url: str | None, key: str | None
 ) -> Iterator[tuple[httpx.AsyncClient, str]]:
     """An httpx client for the REST API and the key to present to it."""
     if url:
@@ -64,14 +66,12 @@ def _client(
             raise ValueError("--url needs --key (an API key for that server)")
         yield httpx.AsyncClient(base_url=url.rstrip("/"), timeout=60), key
         return
-    from memory_bank.app import create_app, state_of
-
     # Nothing but JSON-RPC may reach stdout; start-up chatter goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        app = create_app(settings)
+        app = make_app(settings)
     # One log line per tool call's inner request is noise in a host's server log.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    state = state_of(app)
+    state = app_state.state_of(app)
     transport = httpx.ASGITransport(app=app)
     client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE, timeout=60)
     if key:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, bindparam, insert, select, update
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch
+from memory_bank.store import batch, direct_read
 from memory_bank.store.schema import api_key, user_settings
 from memory_bank.store.user_settings import UserSettings
 
@@ -129,7 +129,7 @@ def _lookup(conn: Connection, secret: str, statement: Select[Any]) -> Mapping[st
     row: Mapping[str, Any] | None
     if batch.supported(conn):
         # MySQL/MariaDB: straight through the driver (this runs on every request).
-        row = batch.fetch_one(conn, statement, {"prefix": prefix})
+        row = direct_read.fetch_one(conn, statement, {"prefix": prefix})
     else:
         found = conn.execute(statement, {"prefix": prefix}).first()
         row = None if found is None else dict(found._mapping)
