@@ -36,11 +36,12 @@ def identify(engine: Engine, settings: Settings, token: str, requirement: Requir
         else:
             record, mine = keys.find_key(conn, token), None
     principal = auth.principal_of(record)
+    if mine is not None:
+        # Before the scopes, so a switched-off user learns that whatever the key may do.
+        switches.check(settings, mine)
     # Connexion 3.3 ignores scopes on http/bearer schemes, so they are enforced here, from
     # the same security requirements the spec lists for each operation.
     auth.require(principal, requirement.scopes)
-    if mine is not None:
-        switches.check(settings, mine)
     return Caller(principal, mine)
 
 

@@ -1,1 +1,1 @@
-"""Search: text analysis and the per-user index behind one interface."""
+"""Search: a memory's text analysed into index postings, and ranking over a user's postings."""

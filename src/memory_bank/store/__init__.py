@@ -1,1 +1,1 @@
-"""Storage: engine, tables, migrations and owner-scoped queries."""
+"""Storage: engine, tables, migrations and owner-scoped statements; every table write is here."""

@@ -1,1 +1,1 @@
-"""The memory panel: static files served at /, the one-time sign-in link, panel CLI hooks."""
+"""The memory panel: static files served at /, and the one-time sign-in it starts from."""
