@@ -39,16 +39,6 @@ def _mariadb_available() -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
-def require_mysqlclient() -> None:
-    """Skip without the optional C driver; in CI, where make test installs it, fail instead."""
-    import importlib.util
-
-    if importlib.util.find_spec("MySQLdb") is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("mysqlclient is required in CI (make test installs it)")
-        pytest.skip("mysqlclient is not installed (make mysqlclient)")
-
-
 @pytest.fixture(scope="session")
 def mariadb_url() -> Iterator[str]:
     """A fresh MariaDB database for this test session (worker), dropped at the end."""

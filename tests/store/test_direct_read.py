@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from conftest import require_mysqlclient
+from drivers import require_mysqlclient
 from memory_bank.store import direct_read
 from memory_bank.store.engine import (
     dispose_engines,

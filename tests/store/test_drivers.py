@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
-from conftest import require_mysqlclient
+from drivers import require_mysqlclient
 from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
