@@ -46,6 +46,22 @@ def test_missing_or_malformed_credentials_are_401(service):
     assert row_counts(service.engine) == before
 
 
+def test_a_401_says_how_to_get_a_key_and_whether_the_key_was_bad(service):
+    secret = service.key()
+    record = next(k for k in _keys(service) if secret[3:].startswith(k.prefix))
+    writing(service.engine, lambda conn: keys.revoke_key(conn, record.id))
+    missing = service.client.get("/v1/memory")
+    unknown = service.client.get("/v1/memory", headers={"Authorization": "Bearer mb_" + "A" * 43})
+    revoked = service.client.get("/v1/memory", headers={"Authorization": f"Bearer {secret}"})
+    for r in (missing, unknown, revoked):
+        _assert_401(r)
+        assert "memory-bank keys create" in r.json()["detail"]
+    # RFC 6750: no error code when no credential came; invalid_token for one that is no key.
+    assert missing.headers["www-authenticate"] == 'Bearer realm="memory-bank"'
+    for r in (unknown, revoked):
+        assert 'error="invalid_token"' in r.headers["www-authenticate"]
+
+
 def test_a_key_with_one_character_changed_is_401(service):
     secret = service.key()
     last = secret[-1]

@@ -29,9 +29,9 @@ class Principal:
 def principal_of(record: keys.KeyRecord | None) -> Principal:
     """The principal of a looked-up key; 401 when there is none or it is revoked or expired."""
     if record is None:
-        raise Unauthorized("The API key is not valid.")
+        raise Unauthorized.invalid_token("The API key is not valid.")
     if not record.usable(utcnow()):
-        raise Unauthorized("The API key is revoked or expired.")
+        raise Unauthorized.invalid_token("The API key is revoked or expired.")
     return Principal(
         user_id=record.user_id,
         org_id=record.org_id,

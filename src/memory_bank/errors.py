@@ -16,6 +16,11 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 PROBLEM_JSON = "application/problem+json"
 _TYPE_BASE = "https://memory-bank.dev/problems/"
+# What a client that hit a 401 needs to know (MCP hosts show the body; some try OAuth first).
+KEY_HELP = (
+    "This server uses API keys, not OAuth: create one with `memory-bank keys create --user "
+    "<you> --scopes mcp:read,mcp:write` and send it as `Authorization: Bearer mb_...`."
+)
 
 
 class ApiError(Exception):
@@ -75,10 +80,28 @@ class Unauthorized(ApiError):
 
     status, code, title = 401, "unauthorized", "Unauthorized"
 
-    def __init__(self, detail: str, **kwargs: Any) -> None:
+    def __init__(self, detail: str, *, reason: str | None = None, **kwargs: Any) -> None:
         headers = kwargs.pop("headers", None) or {}
+        # RFC 6750 section 3.1: a request without a credential gets no error code.
         headers.setdefault("WWW-Authenticate", 'Bearer realm="memory-bank"')
         super().__init__(detail, headers=headers, **kwargs)
+        # Why, in one sentence, without the instructions the detail adds.
+        self.reason = reason or detail
+
+    @classmethod
+    def missing_key(cls) -> Unauthorized:
+        """A request without an API key: the body says how to get one."""
+        reason = "A valid API key is required (Authorization: Bearer mb_...)."
+        return cls(f"{reason} {KEY_HELP}", reason=reason)
+
+    @classmethod
+    def invalid_token(cls, reason: str) -> Unauthorized:
+        """A key that is unknown, revoked or expired (RFC 6750 error invalid_token)."""
+        challenge = (
+            'Bearer realm="memory-bank", error="invalid_token", '
+            'error_description="The API key is not valid (unknown, revoked or expired)"'
+        )
+        return cls(f"{reason} {KEY_HELP}", reason=reason, headers={"WWW-Authenticate": challenge})
 
 
 class Forbidden(ApiError):
@@ -88,16 +111,28 @@ class Forbidden(ApiError):
 
 
 class InsufficientScope(Forbidden):
-    """A valid credential without the scope the operation needs."""
+    """A valid credential without the scope the operation needs.
+
+    When any one of several scopes would do, `scope` is the least one and `acceptable` lists
+    them all: a challenge's scope list means all of them are needed (RFC 6750), so the
+    alternatives go in its error_description and in the body."""
 
     code = "insufficient_scope"
 
-    def __init__(self, scope: str) -> None:
-        super().__init__(
-            f"This credential lacks the {scope!r} scope this operation needs.",
-            extra={"required_scope": scope},
-            headers={"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{scope}"'},
+    def __init__(self, scope: str, acceptable: tuple[str, ...] = ()) -> None:
+        if len(acceptable) > 1:
+            either = " or ".join(acceptable)
+            detail = f"This credential has none of the scopes this needs: {either} (either one)."
+            extra: dict[str, Any] = {"required_scope": scope, "acceptable_scopes": list(acceptable)}
+            said = f"Needs {either}; this key has neither"
+        else:
+            detail = f"This credential lacks the {scope!r} scope this operation needs."
+            extra = {"required_scope": scope}
+            said = f"Needs the {scope} scope"
+        challenge = (
+            f'Bearer error="insufficient_scope", scope="{scope}", error_description="{said}"'
         )
+        super().__init__(detail, extra=extra, headers={"WWW-Authenticate": challenge})
 
 
 class MemoryDisabledForUser(Forbidden):

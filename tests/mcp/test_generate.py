@@ -27,7 +27,12 @@ def test_every_schema_stands_alone_and_is_valid():
     for tool in tools_by_name().values():
         assert_standalone_schema(tool["inputSchema"])
         assert tool["inputSchema"]["type"] == "object"
-        assert tool["inputSchema"]["additionalProperties"] is False
+        # Hosts see the portable form; calls are validated against the full one.
+        assert "additionalProperties" not in tool["inputSchema"]
+        full = tool["x-memory-bank"]["inputSchema"]
+        assert_standalone_schema(full)
+        assert full["additionalProperties"] is False
+        assert set(full["properties"]) == set(tool["inputSchema"]["properties"])
         if "outputSchema" in tool:
             assert_standalone_schema(tool["outputSchema"])
             assert tool["outputSchema"]["type"] == "object"
@@ -62,13 +67,29 @@ def test_input_merges_path_query_body_and_keeps_limits():
 
 
 def test_nullable_becomes_json_schema_null():
-    origin = tools_by_name()["postMemory"]["inputSchema"]["properties"]["contexts"]["items"][
-        "properties"
-    ]["origin"]
+    save = tools_by_name()["postMemory"]
+    full = save["x-memory-bank"]["inputSchema"]
+    origin = full["properties"]["contexts"]["items"]["properties"]["origin"]
     assert origin["type"] == ["string", "null"]
     validator = Draft202012Validator(origin)
     assert validator.is_valid(None) and validator.is_valid("active_conversation")
     assert not validator.is_valid("elsewhere")
+    # Hosts see an optional string: leaving it out is how they say "none".
+    shown = save["inputSchema"]["properties"]["contexts"]["items"]["properties"]["origin"]
+    assert shown == {"type": "string", "enum": ["active_conversation", "searched_conversation"]}
+
+
+def test_limits_only_the_server_can_check_stay_in_the_full_schema():
+    tools = tools_by_name()
+    content = tools["postMemory"]["inputSchema"]["properties"]["content"]
+    assert content["maxLength"] == 8000 and "pattern" not in content and "minLength" not in content
+    full = tools["postMemory"]["x-memory-bank"]["inputSchema"]["properties"]["content"]
+    assert full["minLength"] == 1 and full["pattern"]
+    limit = tools["getMemory"]["inputSchema"]["properties"]["limit"]
+    assert "default" not in limit and limit["description"].endswith("Default: 20.")
+    assert (
+        tools["getMemory"]["x-memory-bank"]["inputSchema"]["properties"]["limit"]["default"] == 20
+    )
 
 
 def test_annotations_follow_the_method():
@@ -81,7 +102,8 @@ def test_annotations_follow_the_method():
     assert delete["readOnlyHint"] is False and delete["openWorldHint"] is False
     create = tools["postMemory"]["annotations"]
     assert create["destructiveHint"] is False and create["idempotentHint"] is False
-    assert create["title"] == "Save a memory" == tools["postMemory"]["title"]
+    # The display name is the tool's own title (MCP 2025-06-18); annotations do not repeat it.
+    assert tools["postMemory"]["title"] == "Save a memory" and "title" not in create
 
 
 def test_output_schema_accepts_both_saved_and_pending_answers():
@@ -111,14 +133,24 @@ def test_output_schema_accepts_both_saved_and_pending_answers():
     assert validator.is_valid({"memory": memory})
     assert validator.is_valid({"status": "pending_review", "message": "m", "draft": draft})
     assert not validator.is_valid({"something": "else"})
+    assert not validator.is_valid({"memory": "not an object"})
+    assert not validator.is_valid({"status": "saved", "message": "m", "draft": draft})
 
 
-def test_search_results_merge_memory_and_score():
-    results = tools_by_name()["getMemorySearch"]["outputSchema"]["properties"]["results"]
-    item = results["items"]
-    assert "allOf" not in item
-    assert "score" in item["properties"] and "content" in item["properties"]
-    assert "score" in item["required"] and "id" in item["required"]
+def test_output_schemas_name_the_envelope_only():
+    # The memory object is not repeated in every tool (it was over half of tools/list).
+    tools = tools_by_name()
+    assert tools["getMemoryById"]["outputSchema"] == {
+        "type": "object",
+        "required": ["memory"],
+        "properties": {"memory": {"type": "object"}},
+    }
+    page = tools["getMemory"]["outputSchema"]
+    assert page["required"] == ["memories", "next_cursor"]
+    assert page["properties"]["memories"] == {"type": "array", "items": {"type": "object"}}
+    assert page["properties"]["next_cursor"] == {"type": ["string", "null"]}
+    results = tools["getMemorySearch"]["outputSchema"]["properties"]["results"]
+    assert results == {"type": "array", "items": {"type": "object"}}
 
 
 def test_delete_without_body_describes_what_the_executor_returns():

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import httpx
 import httpx2
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import expected_tools, payload
-from test_stdio import check_tool_list, search_first_flow, stdio_server
+from test_stdio import (
+    READS,
+    check_read_only_tools,
+    check_tool_list,
+    search_first_flow,
+    stdio_server,
+)
 
 from live_server import start_server, stop_server
 from mcp import Client
+from memory_bank.mcp import manifest, portable
+from memory_bank.mcp.server import tools_list_bytes
 
 
 @pytest.fixture
@@ -58,17 +64,22 @@ def check_stdio_bridge(live, service):
 
 
 def check_bearer_and_metadata(live, service):
-    """401 with the RFC 9728 pointer, the metadata document, 403 naming the scope."""
+    """401 with the RFC 9728 pointer and how to get a key, the metadata, 403 naming the
+    scopes, and the OAuth discovery steps a host walks ending on API-key instructions."""
     metadata_url = f"{live.base_url}/.well-known/oauth-protected-resource"
-    for headers in ({}, {"Authorization": "Bearer mb_not-a-real-key-at-all"}):
-        r = httpx.post(f"{live.base_url}/mcp", json={}, headers=headers)
+    missing = httpx.post(f"{live.base_url}/mcp", json={})
+    bad = httpx.post(f"{live.base_url}/mcp", json={}, headers={"Authorization": "Bearer mb_no"})
+    for r in (missing, bad):
         assert r.status_code == 401
         assert r.headers["content-type"] == "application/problem+json"
         challenge = r.headers["www-authenticate"]
-        assert (
-            challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
-        )
+        assert challenge.startswith("Bearer ")
+        assert f'resource_metadata="{metadata_url}"' in challenge
         assert r.json()["code"] == "unauthorized"
+        assert "memory-bank keys create" in r.json()["detail"]
+    # RFC 6750: no error code without a credential; invalid_token for one that is no key.
+    assert "error=" not in missing.headers["www-authenticate"]
+    assert 'error="invalid_token"' in bad.headers["www-authenticate"]
 
     meta = httpx.get(metadata_url)
     assert meta.status_code == 200
@@ -76,13 +87,25 @@ def check_bearer_and_metadata(live, service):
     assert doc["resource"] == f"{live.base_url}/mcp"
     assert doc["scopes_supported"] == ["mcp:read", "mcp:write"]
     assert doc["bearer_methods_supported"] == ["header"]
+    assert "memory-bank keys create" in doc["api_key_instructions"]
+    # Where an OAuth client looks next: no authorization server, no client registration.
+    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+        none = httpx.get(f"{live.base_url}{path}")
+        assert none.status_code == 404 and "memory-bank keys create" in none.json()["detail"]
+    register = httpx.post(f"{live.base_url}/register", json={"redirect_uris": ["http://x/cb"]})
+    assert register.status_code == 400
+    assert register.json()["error"] == "invalid_client_metadata"
+    assert "memory-bank keys create" in register.json()["error_description"]
 
     reviewer = service.key("alice", scopes=("memory:review",))
     r = httpx.post(f"{live.base_url}/mcp", json={}, headers={"Authorization": f"Bearer {reviewer}"})
     assert r.status_code == 403
     assert r.json()["code"] == "insufficient_scope" and r.json()["required_scope"] == "mcp:read"
-    assert 'error="insufficient_scope"' in r.headers["www-authenticate"]
-    assert 'scope="mcp:read mcp:write"' in r.headers["www-authenticate"]
+    assert r.json()["acceptable_scopes"] == ["mcp:read", "mcp:write"]
+    challenge = r.headers["www-authenticate"]
+    # A scope list in a challenge means "all of these": name one, say either will do.
+    assert 'error="insufficient_scope"' in challenge and 'scope="mcp:read"' in challenge
+    assert 'error_description="Needs mcp:read or mcp:write; this key has neither"' in challenge
 
 
 def check_flow(live, service):
@@ -98,6 +121,7 @@ def check_flow(live, service):
             await search_first_flow(client, bob.json()["memory"]["id"])
         read_only = service.key("alice", scopes=("mcp:read",))
         async with mcp_client(live.base_url, read_only, mode="legacy") as client:
+            check_read_only_tools((await client.list_tools()).tools)
             denied = await client.call_tool("postMemory", {"content": "Nope"})
             assert denied.is_error and payload(denied)["code"] == "insufficient_scope"
             listed = await client.call_tool("getMemory", {})
@@ -107,20 +131,27 @@ def check_flow(live, service):
 
 
 def check_tools_list_size(live, service):
-    """What a host loads into its context stays small."""
+    """What a host loads into its context stays small: the whole tools/list answer."""
     # One raw JSON-RPC call (stateless server), to measure what a host loads into context.
-    r = httpx.post(
-        f"{live.base_url}/mcp",
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-        headers={
-            "Authorization": f"Bearer {service.key('alice')}",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-        },
-    )
-    assert r.status_code == 200, r.text
-    tools = r.json()["result"]["tools"]
-    assert [t["name"] for t in tools] == expected_tools()
-    # Each tool costs a host's context; the biggest today (postMemory) is about 4 KB.
-    for tool in tools:
-        assert len(json.dumps(tool).encode()) < 6_000, tool["name"]
+    sizes, names = {}, {}
+    for scopes in (("mcp:read", "mcp:write"), ("mcp:read",)):
+        r = httpx.post(
+            f"{live.base_url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={
+                "Authorization": f"Bearer {service.key('alice', scopes=scopes)}",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2025-06-18",
+            },
+        )
+        assert r.status_code == 200, r.text
+        sizes[scopes] = len(r.content)
+        tools = r.json()["result"]["tools"]
+        names[scopes] = [t["name"] for t in tools]
+        for tool in tools:
+            assert portable.check(tool["name"], tool["inputSchema"]) == []
+    assert names[("mcp:read", "mcp:write")] == expected_tools()
+    assert names[("mcp:read",)] == [*READS, "search_capabilities", "execute_capability"]
+    full = manifest.load()
+    assert sizes[("mcp:read", "mcp:write")] == tools_list_bytes(full) < 8 * 1024
+    assert sizes[("mcp:read",)] == tools_list_bytes(full.for_scopes(("mcp:read",)))

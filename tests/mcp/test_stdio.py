@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import anyio
 from mcp_helpers import CORE, assert_standalone_schema, expected_tools, payload
 
 from mcp import Client, StdioServerParameters
-from memory_bank.mcp.stdio import LOCAL_USER, SESSION_LABEL
+from memory_bank.mcp.stdio_auth import LOCAL_LABEL, LOCAL_USER
 from memory_bank.store import keys
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
@@ -47,6 +48,18 @@ def check_tool_list(tools) -> None:
     assert delete.destructive_hint is True and delete.idempotent_hint is True
     save = by_name["postMemory"].annotations
     assert save.destructive_hint is False and save.idempotent_hint is False
+
+
+READS = ["getMemory", "getMemorySearch", "getMemoryDraftById", "getMemoryById"]
+
+
+def check_read_only_tools(tools) -> None:
+    """A read-only key sees the reads, and search-first tools that offer only reads."""
+    by_name = {t.name: t for t in tools}
+    assert list(by_name) == [*READS, "search_capabilities", "execute_capability"]
+    execute = by_name["execute_capability"]
+    assert execute.input_schema["properties"]["name"]["enum"] == READS
+    assert execute.annotations.read_only_hint is True
 
 
 async def search_first_flow(client: Client, other_users_id: str) -> None:
@@ -96,13 +109,73 @@ def test_stdio_lists_tools_and_runs_the_search_first_flow(service, database_url)
         async with Client(stdio_server(database_url)) as client:
             check_tool_list((await client.list_tools()).tools)
             await search_first_flow(client, bob.json()["memory"]["id"])
+        # A second session acts with the same key: sessions leave nothing behind.
+        async with Client(stdio_server(database_url)) as client:
+            saved = await client.call_tool("postMemory", {"content": "Second session"})
+            assert not saved.is_error, saved.content
 
     anyio.run(run)
     with service.engine.connect() as conn:
-        session_keys = [k for k in keys.list_keys(conn, LOCAL_USER) if k.label == SESSION_LABEL]
-    assert len(session_keys) == 1 and session_keys[0].revoked_at is not None
+        local_keys = keys.list_keys(conn, LOCAL_USER)
+    assert [(k.label, k.revoked_at) for k in local_keys] == [(LOCAL_LABEL, None)]
+    assert set(local_keys[0].scopes) == {"mcp:read", "mcp:write"}
     # Bob's memory survived the other user's delete attempt.
     assert service.client.get("/v1/memory", headers=service.auth("bob")).json()["memories"]
+
+
+def test_a_revoked_local_key_is_replaced_not_reused(tmp_path):
+    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
+
+    async def save(content: str) -> None:
+        async with Client(stdio_server(database_url)) as client:
+            assert not (await client.call_tool("postMemory", {"content": content})).is_error
+
+    anyio.run(save, "first")
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        (first,) = keys.list_keys(conn, LOCAL_USER)
+    writing(engine, lambda conn: keys.revoke_key(conn, first.id))
+    anyio.run(save, "after the revoke")
+    with engine.connect() as conn:
+        after = keys.list_keys(conn, LOCAL_USER)
+    engine.dispose()
+    assert len(after) == 2 and after[0].id == first.id
+    assert after[1].revoked_at is None
+
+
+def _start(*args: str, database_url: str, key: str | None = None) -> subprocess.CompletedProcess:
+    """Run `memory-bank mcp` with no host attached: it must stop before serving."""
+    params = stdio_server(database_url, key)
+    return subprocess.run(
+        [params.command, *params.args, *args],
+        env=params.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_key_that_cannot_act_stops_stdio_at_start(tmp_path):
+    database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
+    bad = _start(database_url=database_url, key="mb_" + "x" * 43)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "MEMORY_BANK_MCP_KEY is refused" in bad.stderr
+    assert "memory-bank keys create" in bad.stderr
+    engine = make_engine(database_url)
+    reviewer, _ = writing(
+        engine, lambda conn: keys.create_key(conn, "local", ("memory:review",), "test-suite")
+    )
+    engine.dispose()
+    review_only = _start(database_url=database_url, key=reviewer)
+    assert review_only.returncode == 2 and "neither mcp:read nor mcp:write" in review_only.stderr
+
+
+def test_a_server_that_cannot_be_reached_stops_stdio_at_start(tmp_path):
+    database_url = f"sqlite:///{tmp_path / 'unused.db'}"
+    gone = _start("--url", "http://127.0.0.1:9", database_url=database_url, key="mb_k")
+    assert gone.returncode == 3 and "cannot reach memory-bank at http://127.0.0.1:9" in gone.stderr
 
 
 def test_stdio_read_only_key_cannot_write(tmp_path):
@@ -117,6 +190,10 @@ def test_stdio_read_only_key_cannot_write(tmp_path):
 
     async def run() -> None:
         async with Client(stdio_server(database_url, key=read_only), mode="legacy") as client:
+            check_read_only_tools((await client.list_tools()).tools)
+            found = await client.call_tool("search_capabilities", {"query": "save a memory"})
+            assert "postMemory" not in [r["name"] for r in found.structured_content["results"]]
+            # A write the list no longer shows is still refused by REST, naming the scope.
             denied = await client.call_tool("postMemory", {"content": "Should not be saved"})
             assert denied.is_error
             assert payload(denied)["code"] == "insufficient_scope"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -63,3 +64,30 @@ def test_a_spec_error_is_a_message_not_a_traceback(tmp_path, capsys):
     assert _gen().main(["--spec", str(broken), "--out", str(tmp_path / "m.json")]) == 2
     assert "getMemory" in capsys.readouterr().err
     assert not (tmp_path / "m.json").exists()
+
+
+def test_check_prints_the_tools_list_size_and_host_compatibility(capsys):
+    assert _gen().main(["--check"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"tools/list: 8 tools, \d+ bytes \(\d+ for a read-only key\)", out), out
+    assert "host compatibility: every input schema is in the portable subset" in out
+
+
+def test_a_tool_outside_the_portable_subset_fails_the_check(tmp_path, capsys):
+    # A free-form object and a oneOf: no portable spelling, so no host-facing manifest.
+    spec = yaml.safe_load(SPEC.read_text())
+    spec["components"]["schemas"]["NewMemory"]["properties"]["meta"] = {"type": "object"}
+    spec["paths"]["/v1/memory"]["get"]["parameters"][0]["schema"] = {
+        "oneOf": [{"type": "integer"}, {"type": "string"}]
+    }
+    changed = tmp_path / "spec.yaml"
+    changed.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out_file = tmp_path / "manifest.json"
+    gen = _gen()
+    assert gen.main(["--spec", str(changed), "--out", str(out_file), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "host compatibility:" in err and "finding(s)" in err
+    assert "postMemory: meta: an object needs named `properties`" in err
+    assert "getMemory: limit: `oneOf` is not accepted by every host" in err
+    assert gen.main(["--spec", str(changed), "--out", str(out_file)]) == 1
+    assert not out_file.exists()

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from memory_bank.cli.common import EXIT_DATABASE, EXIT_USAGE, CliError
 from memory_bank.settings import Settings
 
 
@@ -14,9 +15,13 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve MCP over stdio."""
     from memory_bank.app import create_app
     from memory_bank.mcp import stdio
+    from memory_bank.mcp.stdio_auth import CannotStart
 
     key = args.key or os.environ.get("MEMORY_BANK_MCP_KEY") or None
-    return stdio.run(settings, create_app, url=args.url, key=key, manifest_path=args.manifest)
+    try:
+        return stdio.run(settings, create_app, url=args.url, key=key, manifest_path=args.manifest)
+    except CannotStart as exc:
+        raise CliError(str(exc), EXIT_DATABASE if exc.unreachable else EXIT_USAGE) from None
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
@@ -48,9 +53,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "mcp",
         help="serve MCP over stdio (embedded database, or --url/--key for a server)",
         description="Serve MCP over stdio. By default it opens the database in "
-        "MEMORY_BANK_DATABASE_URL in-process and acts as the user 'local' with a key made "
-        "for this session (revoked when it ends). With --url and --key it calls a running "
-        "memory-bank server instead.",
+        "MEMORY_BANK_DATABASE_URL in-process and acts as the user 'local' (with that user's "
+        "own stdio key, made once and reused). With --url and --key it calls a running "
+        "memory-bank server instead. A key that cannot be used stops it at start (exit 2; "
+        "3 when the database or server cannot be reached).",
     )
     mcp.add_argument("--url", help="base URL of a memory-bank server, e.g. http://127.0.0.1:8080")
     mcp.add_argument("--key", help="API key to act with (or MEMORY_BANK_MCP_KEY)")

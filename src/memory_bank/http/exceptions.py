@@ -60,7 +60,7 @@ async def _connexion_problem(_request: ConnexionRequest, exc: Exception) -> Conn
         detail = "The server could not handle this request."
     problem = errors.for_status(status)(detail, headers=dict(exc.headers or {}))
     if status == 401:
-        problem = errors.Unauthorized("A valid API key is required (Authorization: Bearer mb_...).")
+        problem = errors.Unauthorized.missing_key()
     return response(problem)
 
 

@@ -1,97 +1,40 @@
-"""Search-first tools: rank the manifest's capabilities for a phrase, and run one by name."""
+"""Search-first tools: rank the capabilities a caller may use for a phrase, and run one by name."""
 
 from __future__ import annotations
 
-import math
-import re
+import copy
 from typing import Any
 
 from memory_bank.mcp.manifest import Capability, Manifest
-from memory_bank.search.analyzer import terms
+from memory_bank.mcp.portable import portable
+from memory_bank.mcp.ranking import rank
 
 SEARCH = "search_capabilities"
 EXECUTE = "execute_capability"
 
-# Words agents and people use for the same intent, folded onto one concept.
-_SYNONYMS: dict[str, str] = {
-    "save": "save post remember store add create keep note record write",
-    "find": "find search recall know look lookup query retrieve relevant",
-    "list": "list browse all everything page newest recent",
-    "fetch": "fetch id open show detail full",
-    "delete": "delete forget remove erase drop wrong",
+# The full schemas calls are validated against; hosts see their portable form.
+SEARCH_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 512,
+            "description": "What you want to do, in plain words.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 20,
+            "default": 3,
+            "description": "Most matches to return.",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
 }
-# Stemmed like the queries are, so "remembering" and "remember" meet.
-_CONCEPT = {term: concept for concept, words in _SYNONYMS.items() for term in terms(words)}
-# Field weights: a word in the name or title says more than one deep in the description.
-_WEIGHTS = (("name", 3.0), ("title", 3.0), ("summary", 2.0), ("description", 1.0))
-
-
-def _concepts(text: str) -> set[str]:
-    """Stemmed terms of a text plus the concepts they stand for."""
-    found: set[str] = set()
-    for term in terms(text):
-        found.add(term)
-        concept = _CONCEPT.get(term)
-        if concept:
-            found.add("@" + concept)
-    return found
-
-
-def _lead_concept(text: str) -> str | None:
-    """The concept of the first word in a text that stands for one."""
-    for term in terms(text):
-        if term in _CONCEPT:
-            return "@" + _CONCEPT[term]
-    return None
-
-
-def _words_of_name(name: str) -> str:
-    """postMemory -> 'post Memory'."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
-
-
-def _fields(capability: Capability) -> dict[str, set[str]]:
-    """The concept sets of a capability's name, title, summary and rest of the description."""
-    description = capability.definition.get("description", "")
-    summary, _, rest = description.partition(". ")
-    return {
-        "name": _concepts(_words_of_name(capability.name)),
-        "title": _concepts(capability.definition.get("title", "")),
-        "summary": _concepts(summary),
-        "description": _concepts(rest),
-    }
-
-
-def rank(manifest: Manifest, query: str, limit: int = 3) -> list[tuple[Capability, float]]:
-    """Capabilities best matching a phrase, best first, with their scores (ties in spec order)."""
-    wanted = _concepts(query)
-    if not wanted:
-        return []
-    fields = {c.name: _fields(c) for c in manifest.capabilities}
-    total = len(manifest.capabilities)
-
-    def idf(term: str) -> float:
-        df = sum(1 for f in fields.values() if any(term in s for s in f.values()))
-        return math.log(1 + total / df) if df else 0.0
-
-    weights = {term: idf(term) * (2.0 if term.startswith("@") else 1.0) for term in wanted}
-    # The first intent word usually is the verb ("list everything you remember"): it leads.
-    lead = _lead_concept(query)
-    if lead:
-        weights[lead] *= 2.0
-    scored: list[tuple[Capability, float]] = []
-    for capability in manifest.capabilities:
-        own = fields[capability.name]
-        score = sum(
-            weights[term] * weight
-            for term in wanted
-            for field, weight in _WEIGHTS
-            if term in own[field]
-        )
-        if score > 0:
-            scored.append((capability, round(score, 3)))
-    scored.sort(key=lambda pair: -pair[1])  # stable: equal scores keep spec order
-    return scored[:limit]
+# What a host keeps of an argument's schema in execute_capability's list of argument names.
+_SKELETON = ("type", "enum", "items", "properties", "required")
 
 
 def search_tool() -> dict[str, Any]:
@@ -104,15 +47,7 @@ def search_tool() -> dict[str, Any]:
             'words (e.g. "save a memory", "what do I know about Acme", "forget that"). Returns '
             "the best matches with their input schemas; run one with execute_capability."
         ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": 512},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
+        "inputSchema": portable(SEARCH_INPUT),
         "outputSchema": {
             "type": "object",
             "required": ["results"],
@@ -122,69 +57,95 @@ def search_tool() -> dict[str, Any]:
                     "items": {
                         "type": "object",
                         "required": ["name", "title", "description", "score", "inputSchema"],
-                        "properties": {
-                            "name": {"type": "string"},
-                            "title": {"type": "string"},
-                            "description": {"type": "string"},
-                            "score": {"type": "number"},
-                            "inputSchema": {"type": "object"},
-                            "annotations": {"type": "object"},
-                        },
                     },
                 }
             },
         },
-        "annotations": {
-            "title": "Find the right memory tool",
-            "readOnlyHint": True,
-            "openWorldHint": False,
-        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
     }
 
 
-def execute_tool(manifest: Manifest) -> dict[str, Any]:
-    """The execute_capability tool definition (names come from the manifest)."""
+def execute_input(manifest: Manifest) -> dict[str, Any]:
+    """The full schema execute_capability calls are validated against: any capability of the
+    manifest (one the key may not use is refused by REST with the scope it lacks)."""
+    return {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "enum": manifest.names},
+            "arguments": {"type": "object", "default": {}},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+
+
+def execute_tool(view: Manifest) -> dict[str, Any]:
+    """The execute_capability tool definition, over the capabilities a caller may use."""
+    hints = [c.definition.get("annotations", {}) for c in view.capabilities]
+    read_only = all(h.get("readOnlyHint") is True for h in hints)
+    annotations: dict[str, Any] = {"readOnlyHint": read_only}
+    if not read_only:
+        annotations["destructiveHint"] = any(h.get("destructiveHint") is True for h in hints)
+        annotations["idempotentHint"] = False
     return {
         "name": EXECUTE,
         "title": "Run a memory tool by name",
         "description": (
-            "Run one memory-bank capability by name with its arguments (an object matching the "
-            "inputSchema search_capabilities returned). The result is that capability's own "
-            "result; errors come back as a problem with a code and, when one is at fault, "
-            "the field."
+            "Run one memory-bank capability by name, with the arguments its inputSchema (from "
+            "search_capabilities) describes. Returns that capability's result, or a problem "
+            "with a code and the field at fault."
         ),
         "inputSchema": {
             "type": "object",
             "properties": {
-                "name": {"type": "string", "enum": manifest.names},
-                "arguments": {"type": "object", "default": {}},
+                "name": {"type": "string", "enum": view.names},
+                "arguments": {
+                    "type": "object",
+                    "description": "Its arguments (send only those of the one you run).",
+                    "properties": _argument_names(view),
+                },
             },
             "required": ["name"],
-            "additionalProperties": False,
         },
-        "annotations": {
-            "title": "Run a memory tool by name",
-            "readOnlyHint": False,
-            "destructiveHint": True,
-            "idempotentHint": False,
-            "openWorldHint": False,
-        },
+        "annotations": {**annotations, "openWorldHint": False},
     }
 
 
-def search_results(manifest: Manifest, query: str, limit: int) -> dict[str, Any]:
-    """The structured answer of search_capabilities."""
-    results = []
-    for capability, score in rank(manifest, query, limit):
-        tool = capability.definition
-        results.append(
-            {
-                "name": capability.name,
-                "title": tool.get("title", capability.name),
-                "description": tool.get("description", ""),
-                "score": score,
-                "inputSchema": tool["inputSchema"],
-                "annotations": tool.get("annotations", {}),
-            }
-        )
-    return {"results": results}
+def _argument_names(view: Manifest) -> dict[str, Any]:
+    """Every capability's arguments, by name, as bare types: a host that accepts no free-form
+    object (Gemini) can still pass them. The first capability to use a name types it."""
+    names: dict[str, Any] = {}
+    for capability in view.capabilities:
+        for name, schema in capability.definition["inputSchema"]["properties"].items():
+            names.setdefault(name, _skeleton(schema))
+    return names
+
+
+def _skeleton(schema: Any) -> Any:
+    """A schema's shape only: types, enums and nested names, no descriptions or bounds."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: copy.deepcopy(schema[k]) for k in _SKELETON if k in schema}
+    if "items" in out:
+        out["items"] = _skeleton(schema["items"])
+    if "properties" in out:
+        out["properties"] = {k: _skeleton(v) for k, v in schema["properties"].items()}
+    return out
+
+
+def search_results(view: Manifest, query: str, limit: int) -> dict[str, Any]:
+    """The structured answer of search_capabilities, over the capabilities a caller may use."""
+    return {"results": [_result(c, score) for c, score in rank(view, query, limit)]}
+
+
+def _result(capability: Capability, score: float) -> dict[str, Any]:
+    """One match: what an agent needs to call it."""
+    tool = capability.definition
+    return {
+        "name": capability.name,
+        "title": tool.get("title", capability.name),
+        "description": tool.get("description", ""),
+        "score": score,
+        "inputSchema": tool["inputSchema"],
+        "annotations": tool.get("annotations", {}),
+    }

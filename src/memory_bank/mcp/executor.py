@@ -30,7 +30,7 @@ class Executor:
 
     async def call(self, capability: Capability, arguments: dict[str, Any]) -> types.CallToolResult:
         """Validate the arguments, send the request, and shape the answer as a tool result."""
-        problem = self.check(capability.name, capability.definition["inputSchema"], arguments)
+        problem = self.check(capability.name, capability.input_schema, arguments)
         if problem is not None:
             return error_result(problem)
         request = self._request(capability, arguments)

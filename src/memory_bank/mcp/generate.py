@@ -7,14 +7,17 @@ import json
 import re
 from typing import Any
 
+from memory_bank.mcp.portable import portable
 from memory_bank.spec import Operation, operations, scopes
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 MAX_DESCRIPTION = 600
 # Where a parameter may live, in the order that decides who keeps a plain name (see _claim).
 LOCATIONS = ("path", "query", "header", "body")
 # OpenAPI 3.0 keywords with no JSON Schema meaning (or none an agent needs).
 _DROPPED = {"example", "xml", "externalDocs", "discriminator", "nullable", "deprecated"}
+# How deep an output schema names fields: the envelope and what it holds (see _compact).
+OUTPUT_LEVELS = 1
 
 
 class SpecError(ValueError):
@@ -61,11 +64,12 @@ def _tool(spec: dict[str, Any], operation: Operation) -> dict[str, Any]:
         "name": name,
         "title": title,
         "description": description,
-        "inputSchema": input_schema,
+        # Hosts see the portable form; the executor validates calls against the full one.
+        "inputSchema": portable(input_schema),
     }
     if outputs["schema"] is not None:
-        tool["outputSchema"] = outputs["schema"]
-    tool["annotations"] = _annotations(method, title)
+        tool["outputSchema"] = _compact(outputs["schema"])
+    tool["annotations"] = _annotations(method)
     return {
         **tool,
         "x-memory-bank": {
@@ -76,6 +80,7 @@ def _tool(spec: dict[str, Any], operation: Operation) -> dict[str, Any]:
                 "arguments": arguments,
                 "success": outputs["success"],
             },
+            "inputSchema": input_schema,
         },
     }
 
@@ -91,8 +96,8 @@ def _description(name: str, op: dict[str, Any]) -> str:
     return text
 
 
-def _annotations(method: str, title: str) -> dict[str, Any]:
-    """MCP hints from the HTTP method's semantics."""
+def _annotations(method: str) -> dict[str, Any]:
+    """MCP hints from the HTTP method's semantics (the display name is the tool's `title`)."""
     if method == "get":
         hints = {"readOnlyHint": True}
     elif method in {"delete", "put"}:
@@ -101,7 +106,7 @@ def _annotations(method: str, title: str) -> dict[str, Any]:
         hints = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False}
     else:
         hints = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False}
-    return {"title": title, **hints, "openWorldHint": False}
+    return {**hints, "openWorldHint": False}
 
 
 def _input(
@@ -224,6 +229,29 @@ def _outputs(
         return {"schema": schemas[0], "success": success}
     # Several success shapes (e.g. 201 saved / 202 pending review): an object that is one of them.
     return {"schema": {"type": "object", "anyOf": schemas}, "success": success}
+
+
+def _compact(node: Any, depth: int = 0) -> Any:
+    """An output schema that names the envelope and the fields of what it holds, no deeper.
+
+    Every memory-bearing tool would otherwise repeat the whole memory object (over half of
+    tools/list). Clients still check the shape of each result (MCP clients validate
+    structured content against the output schema); the REST response itself is checked
+    against the full spec schema where response validation is on.
+    """
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key in ("type", "enum", "required"):
+        if key in node and (key != "required" or depth <= OUTPUT_LEVELS - 1):
+            out[key] = copy.deepcopy(node[key])
+    if "anyOf" in node:
+        out["anyOf"] = [_compact(option, depth) for option in node["anyOf"]]
+    if "items" in node:
+        out["items"] = _compact(node["items"], depth)  # a list is no level of its own
+    if "properties" in node and depth < OUTPUT_LEVELS:
+        out["properties"] = {k: _compact(v, depth + 1) for k, v in node["properties"].items()}
+    return out
 
 
 def _empty_result_schema(

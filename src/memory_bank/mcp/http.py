@@ -21,18 +21,23 @@ from memory_bank.errors import (
 from memory_bank.http.security import Requirement, identify
 from memory_bank.http.urls import base_url
 from memory_bank.mcp import manifest as manifest_module
+from memory_bank.mcp import oauth
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
 from memory_bank.state import AppState
 
 MCP_PATHS = ("/mcp", "/mcp/")
-METADATA_PATH = "/.well-known/oauth-protected-resource"
+METADATA_PATH = oauth.METADATA_PATH
 # A key needs one of these to use /mcp at all; each tool's own scope is checked by REST.
 MCP_SCOPES = ("mcp:read", "mcp:write")
 
 # The presented key of the /mcp request being served; tool calls forward it to REST.
 _credential: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "memory_bank_mcp_credential", default=None
+)
+# That key's scopes: tools/list and search_capabilities show only what it may use.
+_scopes: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "memory_bank_mcp_scopes", default=()
 )
 
 
@@ -51,6 +56,9 @@ class McpMiddleware:
             await self._lifespan(scope, receive, send)
             return
         path = scope.get("path", "")
+        if scope["type"] == "http" and oauth.answers(scope):
+            await oauth.answer(scope, send)
+            return
         if scope["type"] != "http" or (
             path not in MCP_PATHS and not path.startswith(METADATA_PATH)
         ):
@@ -82,7 +90,8 @@ class McpMiddleware:
                 transport=httpx.ASGITransport(app=app), base_url=IN_PROCESS_BASE, timeout=60
             )
             executor = Executor(client, _credential.get)
-            self._server = build_server(manifest_module.load(), executor)
+            tools = manifest_module.load()
+            self._server = build_server(tools, executor, lambda: tools.for_scopes(_scopes.get()))
         return self._server
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -91,36 +100,30 @@ class McpMiddleware:
         token = _bearer(scope)
         try:
             if not token:
-                raise Unauthorized("A valid API key is required (Authorization: Bearer mb_...).")
+                raise Unauthorized.missing_key()
             # The same check as every REST call; each tool's own scope is then checked by REST.
             caller = await anyio.to_thread.run_sync(
                 identify, self.state.auth_engine, self.state.settings, token, Requirement()
             )
             if not any(caller.principal.has(s) for s in MCP_SCOPES):
-                raise InsufficientScope(MCP_SCOPES[0])
+                raise InsufficientScope(MCP_SCOPES[0], acceptable=MCP_SCOPES)
             if self.manager is None:
                 raise ServiceUnavailable("The MCP endpoint is not running (ASGI lifespan is off).")
         except ApiError as exc:
             await _problem(send, exc, base)
             return
         reset = _credential.set(token)
+        reset_scopes = _scopes.set(caller.principal.scopes)
         try:
             await self.manager.handle_request(scope, receive, send)
         finally:
+            _scopes.reset(reset_scopes)
             _credential.reset(reset)
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
         """RFC 9728 protected-resource metadata for /mcp."""
         base = base_url(self.state.settings, scope)
-        body = json.dumps(
-            {
-                "resource": f"{base}/mcp",
-                "resource_name": "memory-bank",
-                "scopes_supported": list(MCP_SCOPES),
-                "bearer_methods_supported": ["header"],
-                "resource_documentation": f"{base}/docs",
-            }
-        ).encode()
+        body = json.dumps(oauth.metadata(base, MCP_SCOPES)).encode()
         await _send(send, 200, body, [(b"content-type", b"application/json")])
 
 
@@ -144,8 +147,6 @@ async def _problem(send: Send, exc: ApiError, base: str) -> None:
     """A problem response; 401 and 403 point at the metadata (RFC 9728 section 5.1)."""
     challenge = exc.headers.get("WWW-Authenticate")
     if challenge is not None:
-        if isinstance(exc, InsufficientScope):
-            challenge = f'Bearer error="insufficient_scope", scope="{" ".join(MCP_SCOPES)}"'
         exc.headers["WWW-Authenticate"] = f'{challenge}, resource_metadata="{metadata_url(base)}"'
     await errors.send(send, exc)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,10 +16,12 @@ _BINDING = "x-memory-bank"
 
 @dataclass(frozen=True)
 class Capability:
-    """One operation as a tool: its MCP definition and its HTTP binding."""
+    """One operation as a tool: its MCP definition, its HTTP binding and the full schema its
+    arguments are validated against (hosts see a portable form of it, mcp/portable.py)."""
 
     name: str
     definition: dict[str, Any]
+    input_schema: dict[str, Any]
     scopes: tuple[str, ...]
     method: str
     path: str
@@ -37,10 +39,24 @@ class Manifest:
 
     capabilities: tuple[Capability, ...]
     api_version: str
+    _views: dict[tuple[str, ...], Manifest] = field(default_factory=dict, compare=False, repr=False)
 
     def get(self, name: str) -> Capability | None:
         """The capability with this name, if any."""
         return next((c for c in self.capabilities if c.name == name), None)
+
+    def for_scopes(self, scopes: tuple[str, ...] | frozenset[str]) -> Manifest:
+        """The capabilities a key with these scopes may use (made once per set of scopes)."""
+        held = tuple(sorted(set(scopes)))
+        view = self._views.get(held)
+        if view is None:
+            usable = tuple(c for c in self.capabilities if set(c.scopes) <= set(held))
+            view = self._views[held] = Manifest(usable, self.api_version)
+        return view
+
+    def only(self, names: frozenset[str]) -> Manifest:
+        """The capabilities with these names, in manifest order."""
+        return Manifest(tuple(c for c in self.capabilities if c.name in names), self.api_version)
 
     @property
     def names(self) -> list[str]:
@@ -58,6 +74,7 @@ def parse(data: dict[str, Any]) -> Manifest:
             Capability(
                 name=entry["name"],
                 definition={k: v for k, v in entry.items() if k != _BINDING},
+                input_schema=binding["inputSchema"],
                 scopes=tuple(binding["scopes"]),
                 method=http["method"],
                 path=http["path"],

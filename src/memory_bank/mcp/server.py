@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -21,24 +22,50 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(manifest: Manifest, executor: Executor) -> Server[Any]:
-    """A low-level MCP server whose tools are the manifest's capabilities."""
-    search = capabilities.search_tool()
-    execute = capabilities.execute_tool(manifest)
-    tools = [c.tool() for c in manifest.capabilities] + [
-        types.Tool.model_validate(search),
-        types.Tool.model_validate(execute),
+def tools_for(view: Manifest) -> list[types.Tool]:
+    """What tools/list shows a caller: the capabilities they may use, then the two
+    search-first tools over those (nothing at all when they may use none)."""
+    if not view.capabilities:
+        return []
+    definitions = [
+        *(c.definition for c in view.capabilities),
+        capabilities.search_tool(),
+        capabilities.execute_tool(view),
     ]
+    return [types.Tool.model_validate(d) for d in definitions]
+
+
+def tools_list_bytes(view: Manifest) -> int:
+    """The size of a tools/list answer for this view, serialised as the SDK sends it to a
+    client of a handshake protocol version (2026-07-28 adds about 60 bytes of cache hints)."""
+    tools = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools_for(view)]
+    response = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"tools": tools})
+    return len(response.model_dump_json(by_alias=True, exclude_unset=True).encode())
+
+
+def build_server(
+    manifest: Manifest, executor: Executor, view: Callable[[], Manifest] | None = None
+) -> Server[Any]:
+    """A low-level MCP server whose tools are the manifest's capabilities; `view` gives the
+    part of the manifest the current caller's scopes allow (default: all of it)."""
+    current = view or (lambda: manifest)
+    # Tool lists per view; views are made once per set of scopes (Manifest.for_scopes), so
+    # this stays small. The view is kept with its list, so its id cannot be reused.
+    listed: dict[int, tuple[Manifest, list[types.Tool]]] = {}
 
     async def list_tools(
         _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        seen = current()
+        cached = listed.get(id(seen))
+        if cached is None or cached[0] is not seen:
+            cached = listed[id(seen)] = (seen, tools_for(seen))
+        return types.ListToolsResult(tools=cached[1])
 
     async def call_tool(
         _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await dispatch(manifest, executor, params.name, params.arguments or {})
+        return await dispatch(manifest, executor, params.name, params.arguments or {}, current())
 
     return Server(
         "memory-bank",
@@ -51,19 +78,26 @@ def build_server(manifest: Manifest, executor: Executor) -> Server[Any]:
 
 
 async def dispatch(
-    manifest: Manifest, executor: Executor, name: str, arguments: dict[str, Any]
+    manifest: Manifest,
+    executor: Executor,
+    name: str,
+    arguments: dict[str, Any],
+    view: Manifest | None = None,
 ) -> types.CallToolResult:
-    """Run one tool call: a manifest capability, or one of the two search-first tools."""
+    """Run one tool call: a manifest capability, or one of the two search-first tools.
+
+    Search ranks what the caller may use (view); a call runs whatever the manifest has, and
+    REST refuses one the key lacks the scope for, naming that scope."""
     if name == capabilities.SEARCH:
-        problem = executor.check(name, capabilities.search_tool()["inputSchema"], arguments)
+        problem = executor.check(name, capabilities.SEARCH_INPUT, arguments)
         if problem is not None:
             return error_result(problem)
-        found = capabilities.search_results(manifest, arguments["query"], arguments.get("limit", 3))
+        found = capabilities.search_results(
+            view or manifest, arguments["query"], arguments.get("limit", 3)
+        )
         return structured_result(found)
     if name == capabilities.EXECUTE:
-        problem = executor.check(
-            name, capabilities.execute_tool(manifest)["inputSchema"], arguments
-        )
+        problem = executor.check(name, capabilities.execute_input(manifest), arguments)
         if problem is not None:
             return error_result(problem)
         name, arguments = arguments["name"], arguments.get("arguments") or {}

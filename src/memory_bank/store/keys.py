@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from memory_bank.store.schema import api_key, user_settings
 from memory_bank.store.user_settings import UserSettings
 
 KEY_PREFIX = "mb_"
+# What follows the prefix: URL-safe base64, as secrets.token_urlsafe(32) makes (43 characters).
+_BODY = re.compile(r"[A-Za-z0-9_-]{32,}")
 ALL_SCOPES = ("mcp:read", "mcp:write", "memory:review")
 
 
@@ -56,13 +59,18 @@ def create_key(
     org_id: str | None = None,
     expires_at: datetime | None = None,
     label: str | None = None,
+    body: str | None = None,
 ) -> tuple[str, KeyRecord]:
-    """Create a key; returns the secret (shown once) and its record."""
+    """Create a key; returns the secret (shown once) and its record. `body` is the part after
+    `mb_` when the caller derives it (the stdio user's own key); by default it is random."""
     _check_name("user id", user_id, required=True)
     _check_name("org id", org_id)
     _check_name("source", source, required=True)
     _check_name("label", label)
-    body = secrets.token_urlsafe(32)
+    if body is None:
+        body = secrets.token_urlsafe(32)
+    elif not _BODY.fullmatch(body):
+        raise ValueError("a key body must be at least 32 URL-safe characters")
     secret = KEY_PREFIX + body
     # The prefix is a lookup handle only; the rest of the key never leaves this function.
     prefix = body[:12]
