@@ -1,17 +1,28 @@
-# One command per habit. `make run` and `make test` each install what they need first.
+# One command per habit. `make run` and `make test` each install what they need first:
+# `make run` only what serving needs (a first run is serving in about a minute), `make test`
+# and `make lint` everything for development (test and benchmark extras, Chromium, mysqlclient).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install run test lint format bench browser mysqlclient screenshots clean
+.PHONY: install install-serve run test lint format bench browser mysqlclient screenshots clean
 
+# Everything for development: the package and its test and benchmark extras.
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@ $(VENV)/.installed-serve
+
+# Only what `memory-bank serve` needs: no test tools, no benchmark plotting.
+install-serve: $(VENV)/.installed-serve
+
+$(VENV)/.installed-serve: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e .
 	touch $@
 
 # Debian's Chromium and ChromeDriver, for the panel's browser tests.
@@ -31,7 +42,7 @@ mysqlclient: install
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libmariadb-dev pkg-config >/dev/null; }; \
 	  $(PY) -m pip install --quiet -e '.[mysqlclient]'; }
 
-run: install
+run: install-serve
 	$(VENV)/bin/memory-bank serve
 
 test: install browser mysqlclient

@@ -114,3 +114,15 @@ def test_sqlite_checks_credentials_on_its_one_engine(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'auth.db'}")
     assert engine_module.make_auth_engine(engine) is engine
     engine_module.dispose_engines(engine, engine)
+
+
+def test_a_sqlite_path_under_home_is_the_users_home(tmp_path, monkeypatch):
+    # The registry listing's default database is sqlite:///~/...: "~" must not be a directory.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    engine = make_engine("sqlite:///~/.local/share/memory-bank/memory-bank.db")
+    with engine.connect():
+        pass
+    engine.dispose()
+    assert (tmp_path / ".local/share/memory-bank/memory-bank.db").is_file()
+    assert not (tmp_path / "~").exists()

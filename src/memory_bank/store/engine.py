@@ -34,7 +34,10 @@ def make_engine(url: str, pool_size: int = 10, *, autocommit: bool = False) -> E
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         if database and database != ":memory:":
-            Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+            # sqlite:///~/... is the user's home (the registry listing's default spells it so).
+            path = Path(database).expanduser().resolve()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            parsed = parsed.set(database=str(path))
         engine = create_engine(
             parsed,
             connect_args={"timeout": 30, "check_same_thread": False},

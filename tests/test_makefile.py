@@ -1,0 +1,51 @@
+"""The Makefile's first-run path: `make run` installs only what serving needs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def _recipe(target: str, tmp_path: Path) -> str:
+    """What `make <target>` would run for a clone without a virtualenv (dry run)."""
+    venv = tmp_path / "fresh-venv"
+    result = subprocess.run(
+        ["make", "-n", "--no-print-directory", f"VENV={venv}", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout
+
+
+def test_make_run_installs_only_what_serving_needs(tmp_path):
+    # Installing the test and benchmark extras made a first `make run` take 6.5 minutes.
+    recipe = _recipe("run", tmp_path)
+    installs = [line for line in recipe.splitlines() if "pip install" in line]
+    assert installs and all(re.search(r"pip install (--quiet )?-e \.$", i) for i in installs)
+    assert "[dev" not in recipe and "bench" not in recipe and "apt-get" not in recipe
+    assert recipe.rstrip().endswith("memory-bank serve")
+
+
+def test_make_test_still_installs_everything(tmp_path):
+    recipe = _recipe("test", tmp_path)
+    assert "-e '.[dev,bench]'" in recipe
+    assert "chromium" in recipe and "mysqlclient" in recipe
+    assert "pytest" in recipe
+
+
+def test_ci_runs_the_test_command_the_readme_gives():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [line.strip() for line in ci.splitlines() if line.startswith("make ")]
+    assert "make test" in commands
+    assert re.search(r"^    make test\b", readme, re.MULTILINE)
