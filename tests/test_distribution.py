@@ -25,7 +25,10 @@ def test_the_distribution_name_is_ours_and_the_command_stays():
     name = project["name"]
     assert name == "memory-bank-server" != TAKEN
     # `memory-bank` stays the command; one named like the distribution makes `uvx <name>` work.
-    assert project["scripts"] == {"memory-bank": "memory_bank.cli:main", name: "memory_bank.cli:main"}
+    assert project["scripts"] == {
+        "memory-bank": "memory_bank.cli:main",
+        name: "memory_bank.cli:main",
+    }
     installed = metadata.distribution(name)
     assert {e.name for e in installed.entry_points if e.group == "console_scripts"} >= {
         "memory-bank",
