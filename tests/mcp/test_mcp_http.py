@@ -6,13 +6,17 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientMetadata
 from mcp_helpers import expected_tools, payload
 from test_stdio import (
     READS,
     check_read_only_tools,
     check_tool_list,
     search_first_flow,
+    start_stdio,
     stdio_server,
 )
 
@@ -39,6 +43,7 @@ def mcp_client(base_url: str, key: str, mode: str = "auto") -> Client:
 def test_http_end_to_end(live, service):
     # One server start per engine (starting one is the slow part): every /mcp check runs here.
     check_bearer_and_metadata(live, service)
+    check_an_oauth_client_ends_on_key_instructions(live)
     check_flow(live, service)
     check_tools_list_size(live, service)
     check_stdio_bridge(live, service)
@@ -61,6 +66,20 @@ def check_stdio_bridge(live, service):
     anyio.run(run)
     mine = service.client.get("/v1/memory", headers=service.auth("carol")).json()["memories"]
     assert [m["content"] for m in mine] == ["Carol likes green tea"]
+
+    # The bridge checks its key with the server before serving, and lists what it may use.
+    refused = start_stdio("--url", live.base_url, database_url="sqlite:///unused.db", key="mb_nope")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert f"{live.base_url} refused the key: The API key is not valid." in refused.stderr
+    read_only = stdio_server("sqlite:///unused-by-remote-mode.db")
+    read_only.args += ["--url", live.base_url]
+    read_only.env["MEMORY_BANK_MCP_KEY"] = service.key("carol", scopes=("mcp:read",))
+
+    async def reads_only() -> None:
+        async with Client(read_only) as client:
+            check_read_only_tools((await client.list_tools()).tools)
+
+    anyio.run(reads_only)
 
 
 def check_bearer_and_metadata(live, service):
@@ -106,6 +125,43 @@ def check_bearer_and_metadata(live, service):
     # A scope list in a challenge means "all of these": name one, say either will do.
     assert 'error="insufficient_scope"' in challenge and 'scope="mcp:read"' in challenge
     assert 'error_description="Needs mcp:read or mcp:write; this key has neither"' in challenge
+
+
+class _NoTokens:
+    """Token storage for an OAuth client that has nothing stored yet."""
+
+    async def get_tokens(self):
+        return None
+
+    async def set_tokens(self, tokens):
+        raise AssertionError("no token can be issued here")
+
+    async def get_client_info(self):
+        return None
+
+    async def set_client_info(self, client_info):
+        raise AssertionError("no client can be registered here")
+
+
+def check_an_oauth_client_ends_on_key_instructions(live):
+    """The SDK's OAuth client walks what the Inspector walks: the 401's resource metadata,
+    no authorization server, the origin's discovery URLs, then client registration. Its
+    final error (what a host shows) must say how to get a key."""
+    provider = OAuthClientProvider(
+        server_url=f"{live.base_url}/mcp",
+        client_metadata=OAuthClientMetadata(redirect_uris=["http://127.0.0.1:5555/callback"]),
+        storage=_NoTokens(),
+    )
+
+    async def run() -> None:
+        async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+            with pytest.raises(OAuthRegistrationError) as refused:
+                await http.post(f"{live.base_url}/mcp", json={})
+        message = str(refused.value)
+        assert "Registration failed: 400" in message
+        assert "memory-bank keys create" in message and "Authorization: Bearer" in message
+
+    anyio.run(run)
 
 
 def check_flow(live, service):

@@ -143,7 +143,9 @@ def test_a_revoked_local_key_is_replaced_not_reused(tmp_path):
     assert after[1].revoked_at is None
 
 
-def _start(*args: str, database_url: str, key: str | None = None) -> subprocess.CompletedProcess:
+def start_stdio(
+    *args: str, database_url: str, key: str | None = None
+) -> subprocess.CompletedProcess:
     """Run `memory-bank mcp` with no host attached: it must stop before serving."""
     params = stdio_server(database_url, key)
     return subprocess.run(
@@ -159,7 +161,7 @@ def _start(*args: str, database_url: str, key: str | None = None) -> subprocess.
 
 def test_a_key_that_cannot_act_stops_stdio_at_start(tmp_path):
     database_url = f"sqlite:///{tmp_path / 'memory-bank.db'}"
-    bad = _start(database_url=database_url, key="mb_" + "x" * 43)
+    bad = start_stdio(database_url=database_url, key="mb_" + "x" * 43)
     assert bad.returncode == 2 and bad.stdout == ""
     assert "MEMORY_BANK_MCP_KEY is refused" in bad.stderr
     assert "memory-bank keys create" in bad.stderr
@@ -168,13 +170,13 @@ def test_a_key_that_cannot_act_stops_stdio_at_start(tmp_path):
         engine, lambda conn: keys.create_key(conn, "local", ("memory:review",), "test-suite")
     )
     engine.dispose()
-    review_only = _start(database_url=database_url, key=reviewer)
+    review_only = start_stdio(database_url=database_url, key=reviewer)
     assert review_only.returncode == 2 and "neither mcp:read nor mcp:write" in review_only.stderr
 
 
 def test_a_server_that_cannot_be_reached_stops_stdio_at_start(tmp_path):
     database_url = f"sqlite:///{tmp_path / 'unused.db'}"
-    gone = _start("--url", "http://127.0.0.1:9", database_url=database_url, key="mb_k")
+    gone = start_stdio("--url", "http://127.0.0.1:9", database_url=database_url, key="mb_k")
     assert gone.returncode == 3 and "cannot reach memory-bank at http://127.0.0.1:9" in gone.stderr
 
 
