@@ -174,10 +174,13 @@ def test_a_key_that_cannot_act_stops_stdio_at_start(tmp_path):
     assert review_only.returncode == 2 and "neither mcp:read nor mcp:write" in review_only.stderr
 
 
-def test_a_server_that_cannot_be_reached_stops_stdio_at_start(tmp_path):
+def test_a_server_or_database_that_cannot_be_reached_stops_stdio_at_start(tmp_path):
     database_url = f"sqlite:///{tmp_path / 'unused.db'}"
     gone = start_stdio("--url", "http://127.0.0.1:9", database_url=database_url, key="mb_k")
     assert gone.returncode == 3 and "cannot reach memory-bank at http://127.0.0.1:9" in gone.stderr
+    down = start_stdio(database_url="mysql+pymysql://root@127.0.0.1:9/nothing")
+    assert down.returncode == 3 and down.stdout == ""
+    assert "cannot use the database at mysql+pymysql://root@127.0.0.1:9/nothing" in down.stderr
 
 
 def test_stdio_read_only_key_cannot_write(tmp_path):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sys
 from pathlib import Path
 
-from memory_bank.cli.common import EXIT_DATABASE, EXIT_USAGE, CliError
+from memory_bank.cli.common import EXIT_DATABASE, EXIT_USAGE, CliError, open_database
 from memory_bank.settings import Settings
 
 
@@ -18,6 +20,11 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from memory_bank.mcp.stdio_auth import CannotStart
 
     key = args.key or os.environ.get("MEMORY_BANK_MCP_KEY") or None
+    if not args.url:
+        # A database that cannot be used is a clear message and exit code 3, not a traceback;
+        # nothing but JSON-RPC may reach stdout, so migration chatter goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            open_database(settings).dispose()
     try:
         return stdio.run(settings, create_app, url=args.url, key=key, manifest_path=args.manifest)
     except CannotStart as exc:
