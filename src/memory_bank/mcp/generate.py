@@ -16,7 +16,7 @@ MAX_DESCRIPTION = 600
 LOCATIONS = ("path", "query", "header", "body")
 # OpenAPI 3.0 keywords with no JSON Schema meaning (or none an agent needs).
 _DROPPED = {"example", "xml", "externalDocs", "discriminator", "nullable", "deprecated"}
-# How deep an output schema names fields: the envelope and what it holds (see _compact).
+# How deep an output schema names fields: the envelope's own (see _compact).
 OUTPUT_LEVELS = 1
 
 
@@ -232,7 +232,8 @@ def _outputs(
 
 
 def _compact(node: Any, depth: int = 0) -> Any:
-    """An output schema that names the envelope and the fields of what it holds, no deeper.
+    """An output schema that names the envelope (its fields, their types, which are required)
+    and calls what it holds an object or a list of objects, no deeper.
 
     Every memory-bearing tool would otherwise repeat the whole memory object (over half of
     tools/list). Clients still check the shape of each result (MCP clients validate
@@ -243,7 +244,8 @@ def _compact(node: Any, depth: int = 0) -> Any:
         return node
     out: dict[str, Any] = {}
     for key in ("type", "enum", "required"):
-        if key in node and (key != "required" or depth <= OUTPUT_LEVELS - 1):
+        # Below the named levels an object is just an object: its fields are not listed.
+        if key in node and (key != "required" or depth < OUTPUT_LEVELS):
             out[key] = copy.deepcopy(node[key])
     if "anyOf" in node:
         out["anyOf"] = [_compact(option, depth) for option in node["anyOf"]]

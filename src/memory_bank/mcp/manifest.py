@@ -8,8 +8,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
-
 MANIFEST_PATH = Path(__file__).with_name("manifest.json")
 _BINDING = "x-memory-bank"
 
@@ -27,10 +25,6 @@ class Capability:
     path: str
     arguments: dict[str, dict[str, Any]]
     success: dict[str, str]
-
-    def tool(self) -> types.Tool:
-        """The MCP tool a host sees."""
-        return types.Tool.model_validate(self.definition)
 
 
 @dataclass(frozen=True)
