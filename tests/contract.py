@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -41,3 +44,42 @@ def row_counts(engine: sa.Engine) -> dict[str, int]:
             t.name: int(conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one())
             for t in TABLES
         }
+
+
+class LogCapture(logging.Handler):
+    """Every record any logger emits, as the operator would read it (traceback included)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info:
+            text += logging.Formatter().formatException(record.exc_info)
+        self.lines.append(text)
+
+    def assert_never_shows(self, *secrets: str) -> None:
+        """None of these strings reached a log line."""
+        for line in self.lines:
+            for secret in secrets:
+                assert secret not in line, f"{secret!r} reached the log: {line[:300]}"
+
+
+@contextlib.contextmanager
+def captured_logs() -> Iterator[LogCapture]:
+    """Capture all logging at DEBUG, the access log included (it does not propagate)."""
+    from memory_bank.http.logs import ACCESS_LOGGER
+
+    handler = LogCapture()
+    root, access = logging.getLogger(), logging.getLogger(ACCESS_LOGGER)
+    old_level = root.level
+    root.addHandler(handler)
+    access.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        access.removeHandler(handler)
+        root.setLevel(old_level)

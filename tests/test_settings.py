@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import logging
 from pathlib import Path
 
 import pytest
 
-from memory_bank.settings import Settings, documented
+from memory_bank.settings import Secret, Settings, documented
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +49,7 @@ def test_from_env_casts_each_type():
     s = Settings.from_env(env)
     assert s.port == 9000
     assert s.validate_responses is True and s.panel_enabled is False
-    assert s.database_url == "sqlite:///x.db"
+    assert s.database_url.reveal() == "sqlite:///x.db"
     assert Settings.from_env({}) == Settings()
     assert Settings.from_env(env, port=1).port == 1
 
@@ -65,3 +66,21 @@ def test_bad_values_name_the_variable(name, raw):
 def test_settings_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         Settings().port = 1  # type: ignore[misc]
+
+
+def test_secrets_never_show_in_repr_str_or_logs(caplog):
+    url = "mysql+pymysql://memory_bank:hunter2-s3cret@db.example/memory_bank"
+    for settings in (
+        Settings(database_url=url),
+        Settings.from_env({"MEMORY_BANK_DATABASE_URL": url}),
+    ):
+        assert isinstance(settings.database_url, Secret)
+        assert settings.database_url.reveal() == url
+        for shown in (repr(settings), str(settings), f"{settings}", repr(settings.database_url)):
+            assert "hunter2" not in shown and "db.example" not in shown, shown
+        logging.getLogger("test").warning("settings: %s %r", settings, settings)
+    assert caplog.records and all("hunter2" not in r.getMessage() for r in caplog.records)
+    # Equal values compare equal, so settings still compare as values.
+    assert Settings(database_url=url) == Settings(database_url=Secret(url))
+    # The README shows the default, which is no secret.
+    assert documented()[0][:2] == ("MEMORY_BANK_DATABASE_URL", "sqlite:///memory-bank.db")

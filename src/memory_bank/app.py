@@ -15,14 +15,17 @@ from connexion.jsonifier import Jsonifier
 from connexion.middleware import MiddlewarePosition
 from connexion.resolver import Resolver
 from connexion.validators import VALIDATOR_MAP
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.domain.reindex import prepare
 from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
-from memory_bank.http.body import BodyLimitMiddleware, ChunkedBodyMiddleware
+from memory_bank.http.body import BodyDeadlineMiddleware, BodyLimitMiddleware, ChunkedBodyMiddleware
 from memory_bank.http.headers import SecurityHeadersMiddleware
+from memory_bank.http.hosts import AllowedHostsMiddleware
 from memory_bank.http.lifespan import AppStateMiddleware, BackgroundWorkMiddleware
-from memory_bank.http.paths import EscapeControlCharactersMiddleware
+from memory_bank.http.paths import CanonicalPathMiddleware, route_table
+from memory_bank.http.urls import allowed_hosts
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.http import McpMiddleware
 from memory_bank.settings import Settings
@@ -60,7 +63,7 @@ def create_app(
     """Build the whole service for these settings and return its ASGI app (a Connexion app)."""
     settings = settings or Settings.from_env()
     logging.basicConfig(level=settings.log_level.upper())
-    engine = make_engine(settings.database_url, settings.db_pool_size)
+    engine = make_engine(settings.database_url.reveal(), settings.db_pool_size)
     if run_migrations:
         prepare(engine)
     spec = load_spec(spec_file)
@@ -71,6 +74,9 @@ def create_app(
         spec=spec,
         auth_engine=make_auth_engine(engine),
         requirements=requirements(spec),
+        limiter=ratelimit.Limiter(
+            settings.rate_limit_per_minute, settings.auth_failures_per_minute
+        ),
     )
     handlers = _handlers()
     missing = [op for op in state.requirements if op not in handlers]
@@ -108,25 +114,29 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
     logs.configure_access_log(settings.log_level)
     allowed = cors.origins(settings.cors_origins)
     stack: list[tuple[Any, dict[str, Any]]] = [
+        # The client address and scheme a trusted proxy reports, before anything reads them.
+        *(
+            [(ProxyHeadersMiddleware, {"trusted_hosts": settings.trusted_proxies})]
+            if settings.trusted_proxies.strip()
+            else []
+        ),
         *([(cors.cors_middleware, {"allowed": allowed})] if allowed else []),
-        # Request ids, access lines and metrics see every answer, 413s and 429s included.
+        # Request ids, access lines and metrics see every answer, 421s, 413s and 429s included.
         (logs.RequestLogMiddleware, {}),
         *([(metrics.MetricsMiddleware, {})] if settings.metrics_enabled else []),
-        (BackgroundWorkMiddleware, {"state": state}),
-        (AppStateMiddleware, {"state": state}),
         # Everything inside answers with the security headers, problems from middleware too.
         (SecurityHeadersMiddleware, {}),
-        (EscapeControlCharactersMiddleware, {}),
+        (AllowedHostsMiddleware, {"allowed": allowed_hosts(settings)}),
+        (BackgroundWorkMiddleware, {"state": state}),
+        (AppStateMiddleware, {"state": state}),
+        (CanonicalPathMiddleware, {"routes": route_table(state.spec["paths"])}),
         (BodyLimitMiddleware, {"cap": settings.max_body_bytes}),
+        (BodyDeadlineMiddleware, {"seconds": settings.body_timeout_seconds}),
         (ChunkedBodyMiddleware, {}),
+        # MCP at /mcp (and its RFC 9728 metadata), with the same body cap and headers; it sees
+        # the lifespan that runs its session manager.
+        (McpMiddleware, {"state": state}),
     ]
-    if settings.rate_limit_per_minute > 0:
-        stack.append(
-            (ratelimit.RateLimitMiddleware, {"per_minute": settings.rate_limit_per_minute})
-        )
-    # MCP at /mcp (and its RFC 9728 metadata), with the same body cap and headers; it sees the
-    # lifespan that runs its session manager.
-    stack.append((McpMiddleware, {"state": state}))
     return stack
 
 

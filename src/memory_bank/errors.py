@@ -60,7 +60,17 @@ class ApiError(Exception):
 
     def body(self) -> bytes:
         """The problem document, serialised."""
-        return json.dumps(self.document(), ensure_ascii=False).encode("utf-8")
+        # backslashreplace: a lone surrogate that slipped into a field name still leaves as a
+        # JSON escape instead of failing the answer.
+        text = json.dumps(self.document(), ensure_ascii=False)
+        return text.encode("utf-8", "backslashreplace")
+
+
+def quoted(value: str) -> str:
+    """A header parameter value as an RFC 9110 quoted-string: quotes and backslashes escaped,
+    control characters dropped, so no value can end the parameter or add one."""
+    kept = "".join(c for c in value if c == "\t" or (c >= " " and c != "\x7f"))
+    return '"' + kept.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class InvalidRequest(ApiError):
@@ -130,9 +140,16 @@ class InsufficientScope(Forbidden):
             extra = {"required_scope": scope}
             said = f"Needs the {scope} scope"
         challenge = (
-            f'Bearer error="insufficient_scope", scope="{scope}", error_description="{said}"'
+            f'Bearer error="insufficient_scope", scope={quoted(scope)}, '
+            f"error_description={quoted(said)}"
         )
         super().__init__(detail, extra=extra, headers={"WWW-Authenticate": challenge})
+
+
+class OriginNotAllowed(Forbidden):
+    """A browser Origin the MCP endpoint does not accept (DNS rebinding defence)."""
+
+    code = "origin_not_allowed"
 
 
 class MemoryDisabledForUser(Forbidden):
@@ -171,6 +188,12 @@ class MethodNotAllowed(ApiError):
     status, code, title = 405, "method_not_allowed", "Method Not Allowed"
 
 
+class RequestTimeout(ApiError):
+    """The client took too long to send its request."""
+
+    status, code, title = 408, "request_timeout", "Request Timeout"
+
+
 class Conflict(ApiError):
     """The request conflicts with the current state."""
 
@@ -193,6 +216,12 @@ class UnsupportedMediaType(ApiError):
     """A body in a media type the operation does not take."""
 
     status, code, title = 415, "unsupported_media_type", "Unsupported Media Type"
+
+
+class MisdirectedRequest(ApiError):
+    """A Host header naming a server this service is not (MEMORY_BANK_ALLOWED_HOSTS)."""
+
+    status, code, title = 421, "misdirected_request", "Misdirected Request"
 
 
 class RateLimited(ApiError):
@@ -228,9 +257,11 @@ _BY_STATUS: dict[int, type[ApiError]] = {
         Forbidden,
         NotFound,
         MethodNotAllowed,
+        RequestTimeout,
         Conflict,
         PayloadTooLarge,
         UnsupportedMediaType,
+        MisdirectedRequest,
         RateLimited,
         InternalError,
         ServiceUnavailable,

@@ -11,6 +11,33 @@ from typing import Any
 PREFIX = "MEMORY_BANK_"
 
 
+class Secret:
+    """A setting's value that repr, str and so logs and tracebacks never show."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The value itself, for the one place that needs it (e.g. connecting)."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
 def _setting(default: Any, help: str) -> Any:
     """Declare one setting with its default and its help line."""
     return field(default=default, metadata={"help": help})
@@ -20,8 +47,10 @@ def _setting(default: Any, help: str) -> Any:
 class Settings:
     """The service configuration, read once from the environment."""
 
-    database_url: str = _setting(
-        "sqlite:///memory-bank.db",
+    # A secret: the URL may hold the database password (Settings' repr shows Secret('***')).
+    # Secret is immutable, so one default instance is safe to share.
+    database_url: Secret = _setting(  # noqa: RUF009
+        Secret("sqlite:///memory-bank.db"),
         "SQLAlchemy URL of the database: a SQLite file (default, created on first run) "
         "or mysql+pymysql://user:pass@host/db for MySQL/MariaDB.",
     )
@@ -29,7 +58,20 @@ class Settings:
     port: int = _setting(8080, "Port `memory-bank serve` listens on.")
     workers: int = _setting(1, "Worker processes for `memory-bank serve`.")
     public_url: str = _setting(
-        "", "Public base URL of the service (for links and OAuth metadata); empty = from request."
+        "",
+        "Public base URL of the service (for links and OAuth metadata); empty = the request's "
+        "own Host, once it is one of the allowed hosts.",
+    )
+    allowed_hosts: str = _setting(
+        "",
+        "Comma-separated host names the service answers to (a leading *. allows subdomains), "
+        "besides localhost, 127.0.0.1, ::1, MEMORY_BANK_HOST and the public URL's host; any "
+        "other Host header is a 421 (probes at /healthz, /readyz and /metrics excepted).",
+    )
+    trusted_proxies: str = _setting(
+        "",
+        "Comma-separated addresses or networks of reverse proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto name the client and scheme; empty = none, the peer is the client.",
     )
     max_body_bytes: int = _setting(
         1_048_576, "Largest request body accepted, in bytes; larger is a 413."
@@ -55,17 +97,30 @@ class Settings:
     )
     rate_limit_per_minute: int = _setting(
         0,
-        "Requests per minute allowed per credential (a token bucket in each worker process, "
+        "Requests per minute allowed per API key (a token bucket in each worker process, "
         "so N workers allow up to N times this); over it is a 429 with Retry-After; 0 = no limit.",
+    )
+    auth_failures_per_minute: int = _setting(
+        30,
+        "Failed authentications per minute allowed per client address (per worker process); "
+        "past it, keys not seen to work recently get a 429 without a database lookup; "
+        "0 = no limit.",
     )
     max_memories_per_user: int = _setting(
         0, "Most memories (and drafts) one user may keep; a save past it is 409; 0 = no limit."
     )
-    cors_origins: str = _setting("", "Comma-separated origins allowed by CORS; empty = CORS off.")
+    cors_origins: str = _setting(
+        "",
+        "Comma-separated origins allowed by CORS, and as Origin at /mcp besides the public "
+        "URL's and loopback ones; empty = CORS off.",
+    )
     metrics_enabled: bool = _setting(
         False, "Serve Prometheus metrics at /metrics (per worker process); off = 404 there."
     )
     log_level: str = _setting("info", "Log level: debug, info, warning or error.")
+    body_timeout_seconds: int = _setting(
+        30, "Seconds a client may take to send a request body; slower is a 408 and closed."
+    )
     db_pool_size: int = _setting(
         10,
         "Database connections pooled per worker process (as many again may overflow); request "
@@ -83,6 +138,13 @@ class Settings:
                 values[f.name] = _cast(f.name, raw, type(f.default))
         values.update(overrides)
         return cls(**values)
+
+    def __post_init__(self) -> None:
+        # A plain string given for a secret (tests, callers) is wrapped, never kept bare.
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(f.default, Secret) and not isinstance(value, Secret):
+                object.__setattr__(self, f.name, Secret(str(value)))
 
     def base_url(self, fallback: str) -> str:
         """The service's public base URL: the configured one, else fallback; no trailing slash."""
@@ -102,6 +164,8 @@ def _cast(name: str, raw: str, kind: type) -> Any:
         if lowered in {"0", "false", "no", "off", ""}:
             return False
         raise ValueError(f"{PREFIX}{name.upper()} must be true or false, not {raw!r}")
+    if kind is Secret:
+        return Secret(raw)
     if kind is int:
         try:
             return int(raw)
@@ -115,6 +179,8 @@ def documented() -> list[tuple[str, str, str]]:
     rows = []
     for f in dataclasses.fields(Settings):
         default = f.default
+        if isinstance(default, Secret):
+            default = default.reveal()  # a default is public, whatever the setting holds
         shown = str(default).lower() if isinstance(default, bool) else str(default)
         rows.append((PREFIX + f.name.upper(), shown, f.metadata["help"]))
     return rows

@@ -27,6 +27,8 @@ class AppState:
     auth_engine: Engine
     # operationId -> what it needs of its caller, from the spec (enforced in http/security.py).
     requirements: dict[str, Requirement] = field(default_factory=dict)
+    # The rate limits (http.ratelimit.Limiter; typed loosely: state imports no HTTP room).
+    limiter: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from contract import assert_problem, row_counts
+from memory_bank.ids import new_id
 
 OPERATORS = ["+", "-", "<", ">", "(", ")", "~", "*", '"', "@"]
 
@@ -177,11 +178,13 @@ def test_stopword_or_punctuation_query_is_empty_200(seeded):
 
 def test_forged_cursor_is_400(seeded):
     service, headers = seeded
-    for cursor in ("abc.def", "!!!", "bWVtXzAx", "bWVtXzAx.AAAAAAAAAAAAAAAA", ".", "é.é"):
+    # Malformed (the spec's pattern refuses them) or well-formed but never issued: the same
+    # problem code either way.
+    for cursor in ("abc.def", "!!!", "bWVtXzAx", "bWVtXzAx.AAAAAAAAAAAAAAAA", ".", "é.é", "0"):
         r = service.client.get("/v1/memory", params={"cursor": cursor}, headers=headers)
         assert_problem(r, 400, "invalid_cursor", "cursor")
     r = service.client.get("/v1/memory", params={"cursor": "x" * 257}, headers=headers)
-    assert_problem(r, 400, "invalid_request", "cursor")
+    assert_problem(r, 400, "invalid_cursor", "cursor")
 
 
 def test_cursor_edited_or_from_another_user_is_400(seeded):
@@ -205,10 +208,15 @@ def test_cursor_edited_or_from_another_user_is_400(seeded):
 def test_unknown_ids_are_404_and_delete_changes_nothing(seeded):
     service, headers = seeded
     before = row_counts(service.engine)
-    for mid in ("nope", "mem_", "mem_" + "Z" * 26, "MEM_01ABC", "m" * 64, "mem_%00"):
+    # Not an id at all: the spec's pattern refuses it before anything is routed or read.
+    for mid in ("nope", "mem_", "MEM_01ABC", "m" * 64, "mem_%00", "m" * 65, "mem_" + "z" * 26):
         for method in ("get", "delete"):
             r = getattr(service.client, method)(f"/v1/memory/{mid}", headers=headers)
-            assert_problem(r, 404, "memory_not_found")
+            assert_problem(r, 400, "invalid_request", "id")
         _unchanged(service, before, mid)
-    r = service.client.get("/v1/memory/" + "m" * 65, headers=headers)
-    assert_problem(r, 400, "invalid_request", "id")
+    # An id of the right form that no one holds: 404, naming the field.
+    for mid in ("mem_" + "Z" * 26, new_id("mem")):
+        for method in ("get", "delete"):
+            r = getattr(service.client, method)(f"/v1/memory/{mid}", headers=headers)
+            assert_problem(r, 404, "memory_not_found", "id")
+        _unchanged(service, before, mid)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+import sqlalchemy as sa
 
 from contract import assert_problem, row_counts
+from memory_bank.ids import new_id, utcnow
+from memory_bank.store.schema import memory_tombstone
 
 
 def test_other_users_memory_is_indistinguishable_from_a_missing_one(service):
@@ -81,3 +86,31 @@ def test_user_ids_that_could_alias_another_are_refused(service, user):
     # MariaDB ignores trailing spaces when comparing VARCHARs, so "alice " must never exist.
     with pytest.raises(ValueError):
         service.key(user)
+
+
+def test_a_repeated_delete_succeeds_for_its_owner_only(service):
+    alice, bob = service.auth("alice"), service.auth("bob")
+    mid = service.client.post("/v1/memory", json={"content": "Alice's plan"}, headers=alice).json()[
+        "memory"
+    ]["id"]
+    assert service.client.delete(f"/v1/memory/{mid}", headers=alice).status_code == 204
+    # deleteMemoryById is idempotent, as its MCP annotation says: a retry succeeds.
+    again = service.client.delete(f"/v1/memory/{mid}", headers=alice)
+    assert again.status_code == 204 and again.content == b""
+    assert service.client.get(f"/v1/memory/{mid}", headers=alice).status_code == 404
+    # For anyone else the deleted id is what it always was: exactly a missing one.
+    theirs = service.client.delete(f"/v1/memory/{mid}", headers=bob)
+    never = service.client.delete(f"/v1/memory/{new_id('mem')}", headers=bob)
+    assert_problem(theirs, 404, "memory_not_found", "id")
+    assert theirs.json() == never.json()
+    # The tombstone keeps the id and the time, never what the memory said.
+    with service.engine.connect() as conn:
+        rows = conn.execute(sa.select(memory_tombstone)).all()
+    assert [(r.user_id, r.memory_id) for r in rows] == [("alice", mid)]
+    assert set(memory_tombstone.c.keys()) == {"user_id", "memory_id", "deleted_at"}
+    # It is kept for a day: after that a retry is a plain 404 again.
+    with service.engine.begin() as conn:
+        conn.execute(sa.update(memory_tombstone).values(deleted_at=utcnow() - timedelta(hours=25)))
+    assert service.client.delete(f"/v1/memory/{mid}", headers=alice).status_code == 404
+    with service.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(memory_tombstone)).scalar() == 0

@@ -34,8 +34,10 @@ def test_prompt_is_not_taken_for_a_memory_id(service):
     assert saved.status_code == 201
     r = service.client.get("/v1/memory/prompt", headers=headers)
     assert r.status_code == 200 and "memory_not_found" not in r.text
-    # Deleting "prompt" reaches the {id} route and is a plain not-found, never the snippet.
-    assert service.client.delete("/v1/memory/prompt", headers=headers).status_code in {404, 405}
+    # /v1/memory/prompt is the prompt's route, whatever the method: DELETE is not allowed
+    # there (it used to fall through to the {id} route with "prompt" for an id).
+    r = service.client.delete("/v1/memory/prompt", headers=headers)
+    assert r.status_code == 405 and r.headers["allow"] == "GET", r.text
 
 
 def test_prompt_needs_a_read_credential(service):

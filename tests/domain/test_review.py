@@ -66,7 +66,8 @@ def test_agent_save_is_pending_and_invisible(make_service):
     search = service.client.get("/v1/memory/search", params={"q": "window seats"}, headers=agent)
     assert search.json() == {"results": []}
     assert service.client.get("/v1/memory", headers=agent).json()["memories"] == []
-    assert service.client.get(f"/v1/memory/{draft['id']}", headers=agent).status_code == 404
+    # A draft id is not a memory id at all (the spec's pattern): never a memory.
+    assert service.client.get(f"/v1/memory/{draft['id']}", headers=agent).status_code == 400
     got = service.client.get(r.headers["location"], headers=agent)
     assert got.status_code == 200 and got.json() == {"draft": draft}
     assert _count(service, memory) == 0 and _count(service, memory_draft) == 1
@@ -224,11 +225,14 @@ def test_another_users_draft_is_404(make_service):
     assert _count(service, memory_draft, "alice") == 1 and _count(service, memory, "bob") == 0
 
 
-def test_malformed_draft_ids_are_404(make_service):
+def test_malformed_draft_ids_are_400_and_unknown_ones_404(make_service):
     service = make_service(review_required=True)
     reviewer = service.auth(scopes=REVIEWER)
     for bad in ("nope", "mem_01JF3Y9Z0Q8N5W6X7Y8Z9A0B1C", "mdr_lowercase"):
-        assert service.client.get(f"/v1/memory/drafts/{bad}", headers=reviewer).status_code == 404
+        r = service.client.get(f"/v1/memory/drafts/{bad}", headers=reviewer)
+        assert r.status_code == 400 and r.json()["field"] == "id", r.text
+    r = service.client.get("/v1/memory/drafts/mdr_01JF3Y9Z0Q8N5W6X7Y8Z9A0B1C", headers=reviewer)
+    assert r.status_code == 404 and r.json()["field"] == "id", r.text
 
 
 def test_per_user_opt_in(make_service):

@@ -44,6 +44,7 @@ def test_http_end_to_end(live, service):
     # One server start per engine (starting one is the slow part): every /mcp check runs here.
     check_bearer_and_metadata(live, service)
     check_an_oauth_client_ends_on_key_instructions(live)
+    check_get_is_refused_at_once(live, service)
     check_flow(live, service)
     check_tools_list_size(live, service)
     check_stdio_bridge(live, service)
@@ -162,6 +163,20 @@ def check_an_oauth_client_ends_on_key_instructions(live):
         assert "memory-bank keys create" in message and "Authorization: Bearer" in message
 
     anyio.run(run)
+
+
+def check_get_is_refused_at_once(live, service):
+    """The SDK client opens GET /mcp after connecting: a stateless server answers 405 at once
+    (it used to hold an event stream open that never sent a byte)."""
+    headers = {
+        "Authorization": f"Bearer {service.key('alice')}",
+        "Accept": "text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    r = httpx.get(f"{live.base_url}/mcp", headers=headers, timeout=5)
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    r = httpx.delete(f"{live.base_url}/mcp", headers=headers, timeout=5)
+    assert r.status_code == 405
 
 
 def check_flow(live, service):

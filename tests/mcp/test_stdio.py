@@ -91,10 +91,15 @@ async def search_first_flow(client: Client, other_users_id: str) -> None:
     blank = await client.call_tool("postMemory", {"content": "   "})  # caught by REST itself
     assert blank.is_error and payload(blank)["field"] == "content"
     deep = await client.call_tool("postMemory", {"content": "x", "contexts": [{"snippet": ""}]})
-    assert deep.is_error and payload(deep)["field"] == "contexts[0].snippet"
+    # Fields are named as REST names them, with REST's wording.
+    assert deep.is_error and payload(deep)["field"] == "contexts.0.snippet"
+    assert payload(deep)["detail"] == "'contexts.0.snippet' must not be empty."
 
     deleted = await client.call_tool("deleteMemoryById", {"id": memory["id"]})
     assert deleted.structured_content == {"ok": True, "status": 204, "id": memory["id"]}
+    # The tool is idempotent as its annotation says: a retry succeeds the same way.
+    again = await client.call_tool("deleteMemoryById", {"id": memory["id"]})
+    assert again.structured_content == deleted.structured_content
     after = await client.call_tool("getMemorySearch", {"q": "Acme"})
     assert after.structured_content == {"results": []}
 

@@ -14,6 +14,7 @@ from memory_bank.mcp import manifest
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
 
+INJECTED = ["settings", "drafts", "prompt", "search", ".", "..", "", "../settings", "a/b", "%2e%2e"]
 SMUGGLED_ARGUMENTS = {"user_id": "bob", "org_id": "other", "owner": "bob", "source": "admin"}
 SPELLINGS = (
     lambda v: v,
@@ -35,7 +36,9 @@ def _text(result: Any) -> str:
     return "\n".join(parts)
 
 
-def mcp_attacks(world: Any, figures: Any, engine: str, never_existed_like: Any) -> None:
+def mcp_attacks(
+    world: Any, figures: Any, engine: str, never_existed_like: Any, own_draft: Any
+) -> None:
     """Each tool with an id argument, given other users' ids and respelled ones; smuggled
     identity arguments on every tool; nothing of another user's comes back."""
     loaded = manifest.load()
@@ -83,6 +86,28 @@ def mcp_attacks(world: Any, figures: Any, engine: str, never_existed_like: Any) 
                         world.check_no_victim_data(_text(result))
                         if path_args:
                             assert result.is_error, f"{cap.name} acted on bob's memory"
+                # Ids that are not ids (other routes' names, dot segments, slashes) reach
+                # nothing: alice's own draft, settings and prompt included.
+                draft, draft_words = own_draft(world)
+                for cap in loaded.capabilities:
+                    path_args = [a for a, b in cap.arguments.items() if b["in"] == "path"]
+                    for value in [*INJECTED, f"drafts/{draft}", f"drafts%2F{draft}"]:
+                        if not path_args:
+                            break
+                        args = {a: value for a in path_args}
+                        for result in (
+                            await client.call_tool(cap.name, args),
+                            await client.call_tool(
+                                "execute_capability", {"name": cap.name, "arguments": args}
+                            ),
+                        ):
+                            figures.add(key + ".attacks")
+                            seen = _text(result)
+                            assert result.is_error, f"{cap.name}({value!r}) answered: {seen}"
+                            problem = json.loads(result.content[0].text)
+                            assert problem["status"] == 400 and problem["field"] == "id", seen
+                            assert draft_words not in seen and "review_in_effect" not in seen
+                            world.check_no_victim_data(seen)
                 # The search-first tools reach the same operations.
                 result = await client.call_tool(
                     "execute_capability",

@@ -62,6 +62,13 @@ def auth_headers(service: Any, credential: str) -> dict[str, str]:
 
 
 @pytest.fixture
+def service(make_service: Any) -> Any:
+    """The service, without the limit on failed authentications: schemathesis sends wrong keys
+    to every operation on purpose (tests/http/test_ratelimit.py covers the limit)."""
+    return make_service(auth_failures_per_minute=0)
+
+
+@pytest.fixture
 def api_schema(service: Any, credential: str) -> Any:
     """The served spec, loaded through the app itself."""
     return schemathesis.openapi.from_asgi("/openapi.json", service.app, config=_config(credential))

@@ -274,7 +274,14 @@ def test_exhausted_pool_is_a_503_not_a_hang(mariadb_url):
     from memory_bank.store import keys
     from memory_bank.store.engine import writing
 
-    app = create_app(Settings(database_url=mariadb_url, db_pool_size=1, validate_responses=True))
+    app = create_app(
+        Settings(
+            database_url=mariadb_url,
+            db_pool_size=1,
+            validate_responses=True,
+            allowed_hosts="testserver",
+        )
+    )
     engine = state_of(app).engine
     secret, _ = writing(engine, lambda c: keys.create_key(c, "alice", ("mcp:read",), "t"))
     # Hold every pooled connection (pool_size 1 + overflow 1), as a stuck database would.

@@ -17,6 +17,7 @@ from reliability_figures import Figures
 
 from memory_bank.ids import new_id
 from memory_bank.spec import load_spec
+from memory_bank.store.engine import batch_engine
 from memory_bank.store.schema import metadata
 
 IGNORED_HEADERS = {"date", "x-request-id"}
@@ -92,6 +93,8 @@ class World:
     keys: dict[str, dict[str, str]]
     ids: dict[str, list[str]] = field(default_factory=dict)
     marker: dict[str, str] = field(default_factory=dict)
+    # alice's own draft, made by own_draft() when an attack needs one.
+    draft: str | None = None
 
     def check_no_victim_data(self, text: str, attacker: str = "alice") -> None:
         """Nothing of another user's (words or ids) appears in what the attacker got."""
@@ -208,8 +211,64 @@ def rest_attacks(world: World, figures: Figures, engine: str) -> None:
             continue
         if op.path_params:
             _attack_ids(world, figures, key, op)
+            _attack_injected_ids(world, figures, key, op)
         _attack_smuggling(world, figures, key, op)
     _attack_cursors(world, figures, key)
+
+
+def own_draft(world: World) -> tuple[str, str]:
+    """A draft alice's agent saved for her review (made once): its id and a word of it."""
+    if world.draft is None:
+        client, owner = world.service.client, world.keys["alice"]
+        client.put("/v1/memory/settings", json={"review_required": True}, headers=owner)
+        agent = world.service.auth("alice", org="acme")
+        r = client.post("/v1/memory", json={"content": "zqalicedraft pending"}, headers=agent)
+        assert r.status_code == 202, r.text
+        client.put("/v1/memory/settings", json={"review_required": False}, headers=owner)
+        world.draft = r.json()["draft"]["id"]
+    return world.draft, "zqalicedraft"
+
+
+def injected_ids(world: World) -> Iterator[tuple[str, str]]:
+    """Values for an id that are not ids: other routes' names, dot segments, and slashes,
+    as (name, raw path segment). None may reach anything but a 400 naming the id."""
+    draft, _ = own_draft(world)
+    bob = world.ids["bob"][0]
+    for name in ("settings", "drafts", "prompt", "search", "confirm", "reject", "session"):
+        yield name, name
+    # (A bare "." or ".." is collapsed by HTTP clients before it is sent; the server sees the
+    # encoded forms, which raw clients can send.)
+    yield "encoded-dot", "%2E"
+    yield "encoded-dot-dot", "%2E%2E"
+    yield "encoded-slash-draft", f"drafts%2F{draft}"
+    yield "encoded-slash-up", "%2E%2E%2Fsettings"
+    yield "encoded-slash-victim", f"{bob}%2F"
+    yield "encoded-backslash", f"drafts%5C{draft}"
+    yield "double-encoded-slash", f"drafts%252F{draft}"
+
+
+def _attack_injected_ids(world: World, figures: Figures, key: str, op: Operation) -> None:
+    """Id parameters given route names, dot segments and encoded slashes: each is refused as
+    not an id, before anything is routed elsewhere or read (alice's own draft included)."""
+    _, draft_words = own_draft(world)
+    # Over REST, /v1/memory/settings is simply that route (the client named it); through MCP,
+    # where an id argument builds the path, the same name must not get there (mcp_surface).
+    literal = {o.path for o in spec_operations() if not o.path_params}
+    for name, seg in injected_ids(world):
+        if _fill(op, seg) in literal:
+            continue
+        kwargs: dict[str, Any] = {"params": _minimal_query(op)}
+        body = _minimal_body(op)
+        if body is not None:
+            kwargs["json"] = body
+        r = _call(world, op, "alice", _fill(op, seg), **kwargs)
+        figures.add(key + ".attacks")
+        assert r.status_code in {400, 405}, f"{op.operation_id} {name}: {r.status_code} {r.text}"
+        if r.status_code == 400:
+            assert r.json()["field"] == "id", f"{op.operation_id} {name}: {r.text}"
+        assert draft_words not in r.text, f"{op.operation_id} {name} reached the draft"
+        assert "review_in_effect" not in r.text and "## Memory Bank" not in r.text
+        assert_no_victim_data(world, r, "alice")
 
 
 def _attack_ids(world: World, figures: Figures, key: str, op: Operation) -> None:
@@ -323,7 +382,7 @@ def mcp_attacks(world: World, figures: Figures, engine: str) -> None:
     """The same attacks through every MCP tool (official SDK client, in-process server)."""
     from mcp_surface import mcp_attacks as run
 
-    run(world, figures, engine, never_existed_like)
+    run(world, figures, engine, never_existed_like, own_draft)
 
 
 ATTACK_SURFACES.append(("rest", rest_attacks))
@@ -380,7 +439,10 @@ def test_every_statement_on_memory_tables_filters_by_user(make_service, database
     def capture(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         statements.append(statement)
 
-    sa.event.listen(service.engine, "before_cursor_execute", capture)
+    # Saves run on the batch pool (MariaDB): its statements are audited too.
+    engines = list(dict.fromkeys([service.engine, batch_engine(service.engine)]))
+    for engine in engines:
+        sa.event.listen(engine, "before_cursor_execute", capture)
     try:
         world = build_world(service)
         for _name, surface in ATTACK_SURFACES:
@@ -391,7 +453,8 @@ def test_every_statement_on_memory_tables_filters_by_user(make_service, database
             assert client.get(f"/v1/memory/{mid}", **own).status_code == 200
             assert client.delete(f"/v1/memory/{mid}", **own).status_code == 204
     finally:
-        sa.event.remove(service.engine, "before_cursor_execute", capture)
+        for engine in engines:
+            sa.event.remove(engine, "before_cursor_execute", capture)
     tables = owner_tables()
     assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= tables
     checked = 0

@@ -13,6 +13,9 @@ from memory_bank.search.document import postings_of
 from memory_bank.store import batch
 from memory_bank.store import memories as store
 from memory_bank.store.engine import (
+    batch_engine,
+    dispose_engines,
+    make_auth_engine,
     make_engine,
     reading,
     writing,
@@ -36,7 +39,7 @@ def _insert(conn, owner, content, tags, contexts, **kwargs):
 @pytest.fixture
 def counted_engine(mariadb_url: str) -> Iterator[tuple[sa.Engine, list[str]]]:
     """A one-connection PyMySQL pool on the test database, and the queries its driver sends."""
-    engine = make_engine(mariadb_url, pool_size=1)
+    engine = make_engine(mariadb_url, pool_size=1, multi_statements=True)
     migrate(engine)
     sent: list[str] = []
     original = engine.pool._creator  # type: ignore[attr-defined]
@@ -65,19 +68,36 @@ def counted_engine(mariadb_url: str) -> Iterator[tuple[sa.Engine, list[str]]]:
     engine.dispose()
 
 
-def test_mysql_connections_may_send_several_statements_at_once(mariadb_url):
+def test_only_the_batch_pool_may_send_several_statements_at_once(mariadb_url):
     engine = make_engine(mariadb_url, pool_size=1)
-    with engine.connect() as conn:
-        raw = conn.connection.dbapi_connection
-        assert raw.client_flag & batch.MULTI_STATEMENTS
-        assert batch.supported(conn)
-    engine.dispose()
+    auth = make_auth_engine(engine)
+    # Even a URL that asks for the flag does not get it outside the batch pool.
+    asked = make_engine(mariadb_url + "?client_flag=65536", pool_size=1)
+    saves = batch_engine(engine)
+    assert batch_engine(engine) is saves and saves is not engine
+    try:
+        with saves.connect() as conn:
+            assert conn.connection.dbapi_connection.client_flag & batch.MULTI_STATEMENTS
+            assert batch.supported(conn)
+        for refusing in (engine, auth, asked):
+            with refusing.connect() as conn:
+                assert not conn.connection.dbapi_connection.client_flag & batch.MULTI_STATEMENTS
+                assert not batch.supported(conn)
+                # A stacked statement is a syntax error on these connections: an injection
+                # bug in a read or the credential check could not append a second one.
+                with pytest.raises(sa.exc.ProgrammingError):
+                    conn.exec_driver_sql("SELECT 1; SELECT 2")
+    finally:
+        dispose_engines(engine, auth, asked)
 
 
 def test_sqlite_runs_statements_one_by_one(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'one.db'}")
+    assert batch_engine(engine) is engine
     with engine.connect() as conn:
         assert not batch.supported(conn)
+        with pytest.raises(sa.exc.ProgrammingError):
+            conn.exec_driver_sql("SELECT 1; SELECT 2")
     engine.dispose()
 
 

@@ -58,7 +58,9 @@ def test_writes_leave_the_wal_to_the_background_thread(tmp_path: Path):
 
 
 def test_the_server_checkpoints_for_as_long_as_it_serves(tmp_path: Path):
-    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'app.db'}"))
+    app = create_app(
+        Settings(database_url=f"sqlite:///{tmp_path / 'app.db'}", allowed_hosts="testserver")
+    )
     others = set(threading.enumerate())  # other tests' apps may still be serving
     with TestClient(app):
         ours = [t for t in threading.enumerate() if t.name == THREAD and t not in others]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from connexion import context as connexion_context
+
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply, json_reply
-from memory_bank.errors import NotFound
+from memory_bank.errors import NotFound, Unauthorized
+from memory_bank.http import ratelimit
 from memory_bank.ids import iso
 from memory_bank.web import signin
 
@@ -17,9 +20,16 @@ def postPanelSession(body: dict[str, Any]) -> Reply:
     settings = state.settings
     if not settings.panel_enabled:
         raise NotFound("The panel is switched off on this server.")
-    session = signin.exchange(
-        state.engine, state.secret, body["code"], settings.panel_session_hours
-    )
+    # A refused code is a failed authentication: it counts against the client like a bad key.
+    client = ratelimit.client_address(connexion_context.scope)
+    state.limiter.before_lookup(client, body["code"])
+    try:
+        session = signin.exchange(
+            state.engine, state.secret, body["code"], settings.panel_session_hours
+        )
+    except Unauthorized:
+        state.limiter.failed(client, body["code"])
+        raise
     reply = {
         "key": session.key,
         "user_id": session.user_id,

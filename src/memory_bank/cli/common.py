@@ -7,7 +7,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from memory_bank.domain.reindex import prepare
-from memory_bank.settings import PREFIX, Settings
+from memory_bank.settings import PREFIX, Secret, Settings
 from memory_bank.store.engine import make_engine
 
 EXIT_USAGE = 2
@@ -22,10 +22,11 @@ class CliError(Exception):
         self.code = code
 
 
-def safe_url(url: str) -> str:
+def safe_url(url: Secret | str) -> str:
     """The database URL without its password, for messages."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        plain = url.reveal() if isinstance(url, Secret) else url
+        return make_url(plain).render_as_string(hide_password=True)
     except Exception:
         return "<invalid URL>"
 
@@ -33,7 +34,7 @@ def safe_url(url: str) -> str:
 def open_database(settings: Settings, run_migrations: bool = True) -> Engine:
     """An engine for the configured database, migrated; a clear error when unreachable."""
     try:
-        engine = make_engine(settings.database_url, pool_size=2)
+        engine = make_engine(settings.database_url.reveal(), pool_size=2)
         if run_migrations:
             prepare(engine)
         else:

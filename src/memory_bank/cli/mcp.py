@@ -36,9 +36,10 @@ def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
     from memory_bank.mcp.config import client_config
 
     database_url = args.database_url_for_config
-    if database_url is None and not args.url and settings.database_url.startswith("sqlite:///"):
+    configured = settings.database_url.reveal()
+    if database_url is None and not args.url and configured.startswith("sqlite:///"):
         # A relative SQLite path would resolve against the host's working directory.
-        path = Path(settings.database_url.removeprefix("sqlite:///")).expanduser().resolve()
+        path = Path(configured.removeprefix("sqlite:///")).expanduser().resolve()
         database_url = f"sqlite:///{path}"
     print(json.dumps(client_config(args.client, database_url, args.url, args.key), indent=2))
     return 0

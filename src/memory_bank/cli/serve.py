@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Engine
 from memory_bank import __version__
 from memory_bank.cli import panel
 from memory_bank.cli.common import open_database, safe_url
-from memory_bank.domain import review
+from memory_bank.domain import memories, review
 from memory_bank.settings import PREFIX, Settings
 from memory_bank.store import keys
 from memory_bank.store.engine import writing
@@ -42,6 +42,7 @@ def prepare(settings: Settings, engine: Engine, base: str) -> None:
     purged = review.sweep(engine)
     if purged:
         print(f"purged {purged} expired draft(s)")
+    memories.sweep_tombstones(engine)
     panel.print_local_link(settings, engine, base)
 
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     # Workers re-read the settings from the environment, so carry the flags over.
     os.environ[PREFIX + "HOST"] = host
     os.environ[PREFIX + "PORT"] = str(port)
-    os.environ[PREFIX + "DATABASE_URL"] = settings.database_url
+    os.environ[PREFIX + "DATABASE_URL"] = settings.database_url.reveal()
     uvicorn.run(
         "memory_bank.asgi:app_factory",
         factory=True,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -9,12 +11,16 @@ from sqlalchemy import Connection, Engine
 from memory_bank.auth import Principal
 from memory_bank.domain import cursor
 from memory_bank.errors import MemoryNotFound, QuotaExceeded, UnsupportedMediaType
-from memory_bank.ids import is_id, iso
+from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
 from memory_bank.store import postings
 from memory_bank.store.engine import reading, writing
+
+NOT_FOUND = "No memory with this id."
+# How long a deleted memory's id is remembered, so that a retried delete answers 204 again.
+TOMBSTONE_KEPT = timedelta(hours=24)
 
 
 def parse_new_memory(
@@ -59,7 +65,7 @@ def save(
         index = postings_of(content, tags, [c.snippet for c in contexts])
         return store.insert_memory(conn, owner, content, tags, contexts, index, commit=True)
 
-    return shape(writing(engine, work))
+    return shape(writing(engine, work, batched=True))
 
 
 def check_quota(conn: Connection, user_id: str, max_memories: int, adding: int = 1) -> None:
@@ -79,21 +85,43 @@ def check_quota(conn: Connection, user_id: str, max_memories: int, adding: int =
 def fetch(engine: Engine, principal: Principal, memory_id: str) -> dict[str, Any]:
     """One of the principal's memories, or 404 (also for other users' ids)."""
     if not is_id(memory_id, "mem"):
-        raise MemoryNotFound("No memory with this id.")
+        raise MemoryNotFound(NOT_FOUND, field="id")
     with reading(engine) as conn:
         found = store.get_memories(conn, principal.user_id, [memory_id])
     if memory_id not in found:
-        raise MemoryNotFound("No memory with this id.")
+        raise MemoryNotFound(NOT_FOUND, field="id")
     return shape(found[memory_id])
 
 
 def remove(engine: Engine, principal: Principal, memory_id: str) -> None:
-    """Delete one of the principal's memories, or 404."""
+    """Delete one of the principal's memories; again is fine; 404 for ids never theirs."""
     if not is_id(memory_id, "mem"):
-        raise MemoryNotFound("No memory with this id.")
-    deleted = writing(engine, lambda conn: store.delete_memory(conn, principal.user_id, memory_id))
-    if not deleted:
-        raise MemoryNotFound("No memory with this id.")
+        raise MemoryNotFound(NOT_FOUND, field="id")
+    now = utcnow()
+
+    def work(conn: Connection) -> bool:
+        store.purge_tombstones(conn, principal.user_id, now - TOMBSTONE_KEPT)
+        if store.delete_memory(conn, principal.user_id, memory_id, now):
+            return True
+        # A retry of a delete that went through (the answer was lost, say) succeeds again:
+        # the tombstone is the caller's own, so this reveals nothing about anyone else's ids.
+        return store.was_deleted(conn, principal.user_id, memory_id)
+
+    if not writing(engine, work):
+        raise MemoryNotFound(NOT_FOUND, field="id")
+
+
+def sweep_tombstones(engine: Engine) -> int:
+    """Forget every user's tombstones past their day (start-up, `memory-bank drafts purge`)."""
+    before = utcnow() - TOMBSTONE_KEPT
+    with reading(engine) as conn:
+        users = store.users_with_tombstones_before(conn, before)
+    return sum(writing(engine, _tombstone_purger(user_id, before)) for user_id in users)
+
+
+def _tombstone_purger(user_id: str, before: datetime) -> Callable[[Connection], int]:
+    """A write transaction that forgets one user's old tombstones."""
+    return lambda conn: store.purge_tombstones(conn, user_id, before)
 
 
 def page(

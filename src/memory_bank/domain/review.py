@@ -61,7 +61,8 @@ def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]
         row = store.get_draft(conn, principal.user_id, draft_id, utcnow())
     if row is None:
         raise DraftNotFound(
-            "No pending draft with this id (it may have been confirmed, rejected or expired)."
+            "No pending draft with this id (it may have been confirmed, rejected or expired).",
+            field="id",
         )
     return shape_draft(row)
 
@@ -91,13 +92,13 @@ def confirm(
     def work(conn: Connection) -> memory_store.MemoryRow:
         draft = store.get_draft(conn, principal.user_id, draft_id, now)
         if draft is None:
-            raise DraftNotFound("No pending draft with this id.")
+            raise DraftNotFound("No pending draft with this id.", field="id")
         content, tags, _ = parse_new_memory(
             {"content": edits.get("content", draft.content), "tags": edits.get("tags", draft.tags)}
         )
         # The delete decides the race between two reviewers: only one removes the row.
         if not store.delete_draft(conn, principal.user_id, draft_id):
-            raise DraftNotFound("No pending draft with this id.")
+            raise DraftNotFound("No pending draft with this id.", field="id")
         contexts = draft.new_contexts()
         index = postings_of(content, tags, [c.snippet for c in contexts])
         memory = memory_store.insert_memory(
@@ -108,7 +109,7 @@ def confirm(
         store.audit(conn, principal.user_id, draft_id, action, _actor(principal), now, memory.id)
         return memory
 
-    return shape(writing(engine, work))
+    return shape(writing(engine, work, batched=True))
 
 
 def reject(engine: Engine, principal: Principal, draft_id: str) -> None:
@@ -118,9 +119,9 @@ def reject(engine: Engine, principal: Principal, draft_id: str) -> None:
 
     def work(conn: Connection) -> None:
         if store.get_draft(conn, principal.user_id, draft_id, now) is None:
-            raise DraftNotFound("No pending draft with this id.")
+            raise DraftNotFound("No pending draft with this id.", field="id")
         if not store.delete_draft(conn, principal.user_id, draft_id):
-            raise DraftNotFound("No pending draft with this id.")
+            raise DraftNotFound("No pending draft with this id.", field="id")
         store.audit(conn, principal.user_id, draft_id, store.REJECTED, _actor(principal), now)
 
     writing(engine, work)
@@ -191,7 +192,7 @@ def shape_draft(row: store.DraftRow) -> dict[str, Any]:
 def _check_id(draft_id: str) -> None:
     """404 for anything that is not a draft id (no lookup needed)."""
     if not is_id(draft_id, "mdr"):
-        raise DraftNotFound("No pending draft with this id.")
+        raise DraftNotFound("No pending draft with this id.", field="id")
 
 
 def _actor(principal: Principal) -> store.Actor:

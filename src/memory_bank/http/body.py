@@ -1,7 +1,11 @@
-"""Request bodies: a size cap, and chunked bodies read whole so Connexion can validate them."""
+"""Request bodies: a size cap, a deadline, and chunked bodies read whole so Connexion can
+validate them."""
 
 from __future__ import annotations
 
+import time
+
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_bank import errors
@@ -48,6 +52,60 @@ class BodyLimitMiddleware:
                 await _too_large(send, cap)
 
         await self.app(scope, capped_receive, capped_send)
+
+
+class BodyDeadlineMiddleware:
+    """Answer 408 (and close) when a request body takes longer than `seconds` to arrive.
+
+    Servers time out idle connections between requests, not a body that trickles in: a client
+    sending one byte a minute would hold a connection and a handler forever. The deadline runs
+    from the start of the request until the last body chunk; waiting for a disconnect after
+    that (streaming answers do) is not limited.
+    """
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI connection."""
+        if scope["type"] != "http" or self.seconds <= 0:
+            await self.app(scope, receive, send)
+            return
+        deadline = time.monotonic() + self.seconds
+        complete = False
+        late = False
+
+        async def timed_receive() -> Message:
+            nonlocal complete, late
+            if complete:
+                return await receive()
+            if late:
+                return {"type": "http.request", "body": b"", "more_body": False}
+            try:
+                with anyio.fail_after(max(0.0, deadline - time.monotonic())):
+                    message = await receive()
+            except TimeoutError:
+                # Whoever reads the body sees it end here; the answer becomes a 408 below.
+                late = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                complete = True
+            return message
+
+        async def timed_send(message: Message) -> None:
+            if not late:
+                await send(message)
+            elif message["type"] == "http.response.start":
+                await errors.send(
+                    send,
+                    errors.RequestTimeout(
+                        f"The request body did not arrive within {self.seconds:g} seconds.",
+                        headers={"Connection": "close"},
+                    ),
+                )
+
+        await self.app(scope, timed_receive, timed_send)
 
 
 class ChunkedBodyMiddleware:

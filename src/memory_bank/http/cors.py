@@ -7,7 +7,11 @@ from typing import Any
 from starlette.middleware.cors import CORSMiddleware
 
 ALLOWED_METHODS = ["GET", "POST", "DELETE", "OPTIONS"]
-ALLOWED_HEADERS = ["Authorization", "Content-Type", "X-Request-Id", "Mcp-Session-Id"]
+# The MCP transport's own headers too, or a browser-based MCP client fails its preflight.
+ALLOWED_HEADERS = [
+    *("Authorization", "Content-Type", "X-Request-Id"),
+    *("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Session-Id"),
+]
 EXPOSED_HEADERS = [
     *("Location", "Retry-After", "X-Request-Id", "WWW-Authenticate", "Mcp-Session-Id"),
 ]

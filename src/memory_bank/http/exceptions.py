@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
 from connexion.exceptions import ProblemException
@@ -86,8 +87,27 @@ async def _bad_encoding(_request: ConnexionRequest, _exc: Exception) -> Connexio
 
 async def _unexpected(_request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     """Log an unexpected error and answer with a generic 500 (no details leak)."""
-    log.error("unhandled error: %r", exc, exc_info=exc)
+    log.error("unhandled error: %s", where_from(exc))
     return response(errors.InternalError("The server hit an unexpected error."))
+
+
+def where_from(exc: BaseException) -> str:
+    """An exception's types and stack frames, chained ones included, without any message.
+
+    A message can hold what the user sent (a UnicodeEncodeError's repr carries the whole
+    string it failed on; a database error its parameters), and nothing a user stored may
+    reach a log line. The frames say where it failed; a test reproduces why.
+    """
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        kind = type(current)
+        frames = "".join(traceback.format_tb(current.__traceback__))
+        parts.append(f"{kind.__module__}.{kind.__qualname__}\n{frames}".rstrip())
+        current = current.__cause__ or current.__context__
+    return "\nwhile handling: ".join(parts)
 
 
 def _first_line(detail: str) -> str:

@@ -9,7 +9,7 @@ compiled once, in front of Connexion's own check.
 from __future__ import annotations
 
 import copy
-import json
+import difflib
 import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -21,7 +21,8 @@ from connexion.validators import JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError
 from starlette.types import Scope
 
-from memory_bank.errors import InvalidRequest
+from memory_bank.errors import InvalidCursor, InvalidRequest
+from memory_bank.http import jsontext
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 # Keywords whose values are data, not schemas: never rewritten.
@@ -42,32 +43,79 @@ def field_of(error: ValidationError) -> str | None:
 
 
 def describe(error: ValidationError, field: str | None) -> str:
-    """A short message for an error, naming the field and never echoing the value sent."""
+    """A plain message for an error, naming the field and never echoing the value sent.
+
+    The one table of wording for REST and MCP alike (the MCP executor uses it too).
+    """
     subject = f"'{field}'" if field else "The body"
-    keyword, limit = error.validator, error.validator_value
-    if keyword in {"maxLength", "maxItems"}:
-        return f"{subject} is too long."
-    if keyword in {"minLength", "minItems"}:
-        return f"{subject} is too short."
+    keyword, limit, value = error.validator, error.validator_value, error.instance
+    if keyword == "maxLength":
+        return f"{subject} must be at most {limit} characters."
+    if keyword == "minLength" and limit == 1:
+        return f"{subject} must not be empty."
+    if keyword == "minLength":
+        return f"{subject} must be at least {limit} characters."
+    if keyword == "maxItems":
+        return f"{subject} must have at most {limit} items."
+    if keyword == "minItems":
+        return f"{subject} must have at least {limit} items."
     if keyword == "pattern":
-        if isinstance(error.instance, str) and "\x00" in error.instance:
+        if isinstance(value, str) and "\x00" in value:
             return f"{subject} must not contain NUL characters."
-        return f"{subject} does not match {limit!r}."
+        if isinstance(value, str) and not value.strip():
+            return f"{subject} must not be blank."
+        example = error.schema.get("example") if isinstance(error.schema, dict) else None
+        shape = f", like {example}" if isinstance(example, str) else ""
+        return f"{subject} is not in the expected format{shape}."
     if keyword == "type":
-        return f"{subject} is not of type {limit!r}."
+        return f"{subject} must be {_kinds(limit)}."
     if keyword == "enum":
-        return f"{subject} is not one of {limit!r}."
+        return f"{subject} must be one of: {', '.join(_shown(v) for v in limit)}."
     if keyword == "maximum":
-        return f"{subject} is greater than the maximum of {limit}."
+        return f"{subject} must be at most {limit}."
     if keyword == "minimum":
-        return f"{subject} is less than the minimum of {limit}."
+        return f"{subject} must be at least {limit}."
     if keyword == "uniqueItems":
-        return f"{subject} has non-unique elements."
+        return f"{subject} must not repeat an item."
     if keyword == "required":
-        return f"{subject} is a required property."
+        return f"{subject} is required."
     if keyword == "additionalProperties":
-        return f"{subject} is not a known property."
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        missing = [
+            name
+            for name in (error.schema.get("required", []) if isinstance(error.schema, dict) else [])
+            if isinstance(value, dict) and name not in value
+        ]
+        unknown = (field or "").rpartition(".")[2]
+        return f"{subject} is not a known field{suggestion(unknown, list(known), missing)}"
     return f"{subject} is not valid ({keyword})."
+
+
+def suggestion(unknown: str, known: list[str], missing: list[str]) -> str:
+    """How a message about an unknown name ends: "; did you mean 'content'?", the names that
+    are known, or a plain full stop.
+
+    A required name that is missing is the likeliest intent (`text` sent for `content`,
+    `query` for `q`); else the closest spelling; else the whole list.
+    """
+    if len(missing) == 1:
+        return f"; did you mean '{missing[0]}'?"
+    close = difflib.get_close_matches(unknown.lower(), known, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    return f"; expected one of {', '.join(repr(k) for k in known)}." if known else "."
+
+
+def _kinds(kind: Any) -> str:
+    """'a string', 'an integer or null' for a type keyword's value."""
+    kinds = kind if isinstance(kind, list) else [kind]
+    words = {"integer": "an integer", "array": "an array", "object": "an object", "null": "null"}
+    return " or ".join(words.get(str(k), f"a {k}") for k in kinds)
+
+
+def _shown(value: Any) -> str:
+    """An enum value as JSON spells it."""
+    return "null" if value is None else repr(value) if isinstance(value, str) else str(value)
 
 
 def invalid(error: ValidationError, prefix: str | None = None) -> InvalidRequest:
@@ -89,8 +137,14 @@ class NamingParameterValidator(ParameterValidator):
             )
             if extra:
                 name = sorted(extra)[0]
+                known = [p["name"] for p in self.parameters.get("query", [])]
+                missing = [
+                    p["name"]
+                    for p in self.parameters.get("query", [])
+                    if p.get("required") and p["name"] not in request.query_params
+                ]
                 raise InvalidRequest(
-                    f"Extra query parameter(s) {','.join(sorted(extra))} not in spec",
+                    f"'{name}' is not a known query parameter{suggestion(name, known, missing)}",
                     field=name,
                 )
         readers = {
@@ -111,11 +165,17 @@ def _check_parameter(where: str, value: Any, param: dict[str, Any]) -> None:
         return
     if value is None:
         if param.get("required"):
-            raise InvalidRequest(f"Missing {where} parameter '{name}'", field=name)
+            raise InvalidRequest(f"'{name}' is required (a {where} parameter).", field=name)
         return
     schema = param.get("schema", param)
     error = next(iter(Draft4Validator(copy.deepcopy(schema)).iter_errors(value)), None)
     if error is not None:
+        if name == "cursor":
+            # Any cursor but one this server issued is the same mistake, with its own code.
+            raise InvalidCursor(
+                "The cursor is malformed; pass `next_cursor` from the previous page as it is.",
+                field=name,
+            )
         raise invalid(error, prefix=name)
 
 
@@ -135,10 +195,7 @@ class CompiledJSONBodyValidator(JSONRequestBodyValidator):
         raw = b"".join([message async for message in stream]).decode(self._encoding)
         if not raw:
             return None
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequest(f"The body is not valid JSON: {exc}") from None
+        return jsontext.parse(raw)
 
     def _validate(self, body: Any) -> dict[str, Any] | None:
         """Accept at once when the compiled check passes; otherwise Connexion's full check."""

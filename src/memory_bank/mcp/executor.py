@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
+import logging
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -11,13 +11,20 @@ from urllib.parse import quote
 import httpx
 import mcp_types as types
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import best_match
 
 from memory_bank import errors
+from memory_bank.http import jsontext, validation
+from memory_bank.http.exceptions import where_from
 from memory_bank.mcp.manifest import Capability
 
+log = logging.getLogger("memory_bank.mcp")
+
 # httpx base URL for in-process calls; only the path reaches the app.
-IN_PROCESS_BASE = "http://memory-bank.internal"
+# (localhost: a loopback name, which the allowed-hosts check always lets through).
+IN_PROCESS_BASE = "http://localhost"
+# Names the operation a tool call means; REST refuses the request when it routes elsewhere.
+OPERATION_HEADER = "X-Memory-Bank-Operation"
 
 
 class Executor:
@@ -29,38 +36,64 @@ class Executor:
         self._validators: dict[str, Draft202012Validator] = {}
 
     async def call(self, capability: Capability, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Validate the arguments, send the request, and shape the answer as a tool result."""
-        problem = self.check(capability.name, capability.input_schema, arguments)
-        if problem is not None:
-            return error_result(problem)
-        request = self._request(capability, arguments)
+        """Validate the arguments, send the request, and shape the answer as a tool result.
+
+        Whatever goes wrong is an isError result carrying a problem, never an exception the
+        host sees as a protocol error (or a traceback)."""
         try:
-            response = await self.client.send(request)
-        except httpx.HTTPError as exc:
-            detail = f"Cannot reach memory-bank at {self.client.base_url}: {type(exc).__name__}."
-            return error_result(errors.ServiceUnavailable(detail).document())
-        return _result(capability, arguments, response)
+            problem = self.check(capability.name, capability.input_schema, arguments)
+            if problem is None:
+                problem = _path_problem(capability, arguments)
+            if problem is not None:
+                return error_result(problem)
+            request = self._request(capability, arguments)
+            try:
+                response = await self.client.send(request)
+            except httpx.HTTPError as exc:
+                detail = (
+                    f"Cannot reach memory-bank at {self.client.base_url}: {type(exc).__name__}."
+                )
+                return error_result(errors.ServiceUnavailable(detail).document())
+            return _result(capability, arguments, response)
+        except Exception as exc:
+            log.error("tool %s failed: %s", capability.name, where_from(exc))
+            failed = errors.InternalError(f"The tool {capability.name} failed unexpectedly.")
+            return error_result(failed.document())
 
     def check(self, name: str, schema: dict[str, Any], arguments: Any) -> dict[str, Any] | None:
-        """A 400 problem naming the field when the arguments break the input schema."""
+        """A 400 problem naming the field when the arguments break the input schema.
+
+        The wording is REST's (http/validation.describe), so an agent reads the same message
+        whichever way it calls. Unknown argument names are refused whatever the advertised
+        schema says about additional properties.
+        """
+        if isinstance(arguments, dict):
+            unknown = _unknown(name, schema, arguments)
+            if unknown is not None:
+                return unknown.document()
+        surrogate = jsontext.lone_surrogate(arguments)
+        if surrogate is not None:
+            field = surrogate or None
+            return errors.InvalidRequest(
+                jsontext.unpaired_surrogate_message(field), field=field
+            ).document()
         validator = self._validators.get(name)
         if validator is None:
             validator = self._validators[name] = Draft202012Validator(schema)
         error = best_match(validator.iter_errors(arguments))
         if error is None:
             return None
-        field = _field(error)
-        message = error.message if len(error.message) <= 200 else f"breaks {error.validator!r}"
-        detail = (
-            f"Invalid argument {field!r}: {message}" if field else f"Invalid arguments: {message}"
-        )
-        return errors.InvalidRequest(detail, field=field).document()
+        return validation.invalid(error).document()
 
     def _request(self, capability: Capability, arguments: dict[str, Any]) -> httpx.Request:
         """The HTTP request for a call, built from the binding alone."""
         path = capability.path
         params = httpx.QueryParams()
-        headers: dict[str, str] = {"Accept": "application/json, application/problem+json, text/*"}
+        headers: dict[str, str] = {
+            "Accept": "application/json, application/problem+json, text/*",
+            # The server refuses the call if it routes anywhere else (http/security.py).
+            OPERATION_HEADER: capability.name,
+        }
         body: Any = None
         has_body = any(b["in"] == "body" for b in capability.arguments.values())
         for arg, value in arguments.items():
@@ -99,21 +132,42 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _field(error: ValidationError) -> str | None:
-    """The argument an input-schema error is about, as a dotted path (contexts[0].snippet)."""
-    parts: list[str] = []
-    for step in error.absolute_path:
-        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}" if parts else str(step))
-    extra: str | None = None
-    if error.validator == "required":
-        found = re.match(r"'([^']+)' is a required property", error.message)
-        extra = found.group(1) if found else None
-    elif error.validator == "additionalProperties":
-        found = re.search(r"\('([^']+)'", error.message)
-        extra = found.group(1) if found else None
-    if extra:
-        parts.append(f".{extra}" if parts else extra)
-    return "".join(parts) or None
+def _unknown(
+    name: str, schema: dict[str, Any], arguments: dict[str, Any]
+) -> errors.ApiError | None:
+    """The problem for the first argument the tool does not take, with what it does take."""
+    known = schema.get("properties", {})
+    extra = [a for a in arguments if a not in known]
+    if not extra:
+        return None
+    first = extra[0]
+    if "arguments" in known and "name" in known:
+        # execute_capability: the capability's own arguments were put beside `name` instead
+        # of under `arguments`.
+        detail = (
+            f"'{first}' is not an argument of {name}: put the capability's arguments under "
+            '\'arguments\', as in {"name": "postMemory", "arguments": {"content": "..."}}.'
+        )
+        return errors.InvalidRequest(detail, field=first)
+    missing = [r for r in schema.get("required", []) if r not in arguments]
+    hint = validation.suggestion(first, list(known), missing)
+    return errors.InvalidRequest(f"'{first}' is not a known argument{hint}", field=first)
+
+
+def _path_problem(capability: Capability, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """A 400 problem when a path argument is not exactly one path segment.
+
+    The input schema already holds ids to their pattern; this holds whatever else a path
+    argument might be to one segment, so no value can reach another route (`..`, `a/b`).
+    """
+    for arg, value in arguments.items():
+        if capability.arguments[arg]["in"] != "path":
+            continue
+        text = _text(value)
+        if text in {"", ".", ".."} or "/" in text or "\\" in text:
+            detail = f"'{arg}' must be a single id, not a path."
+            return errors.InvalidRequest(detail, field=arg).document()
+    return None
 
 
 def _result(

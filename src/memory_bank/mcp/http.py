@@ -17,11 +17,13 @@ from memory_bank.errors import (
     InsufficientScope,
     ServiceUnavailable,
     Unauthorized,
+    quoted,
 )
-from memory_bank.http.security import Requirement, identify
+from memory_bank.http import ratelimit
+from memory_bank.http.security import Requirement, admitted
 from memory_bank.http.urls import base_url
 from memory_bank.mcp import manifest as manifest_module
-from memory_bank.mcp import oauth
+from memory_bank.mcp import oauth, transport
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
 from memory_bank.state import AppState
@@ -47,6 +49,7 @@ class McpMiddleware:
     def __init__(self, app: ASGIApp, state: AppState) -> None:
         self.app = app
         self.state = state
+        self.origins = transport.allowed_origins(state.settings)
         self.manager: StreamableHTTPSessionManager | None = None
         self._server: Any = None
 
@@ -95,15 +98,21 @@ class McpMiddleware:
         return self._server
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Check the bearer key, then hand the request to the SDK with the key in context."""
+        """Check the transport rules and the bearer key, then hand the request to the SDK with
+        the key in context."""
+        refused = transport.refusal(scope, self.origins)
+        if refused is not None:
+            await errors.send(send, refused)
+            return
         base = base_url(self.state.settings, scope)
         token = _bearer(scope)
         try:
             if not token:
                 raise Unauthorized.missing_key()
-            # The same check as every REST call; each tool's own scope is then checked by REST.
+            # The same check (and rate limit) as every REST call; each tool's own scope is
+            # then checked by REST.
             caller = await anyio.to_thread.run_sync(
-                identify, self.state.auth_engine, self.state.settings, token, Requirement()
+                admitted, self.state, scope, token, Requirement()
             )
             if not any(caller.principal.has(s) for s in MCP_SCOPES):
                 raise InsufficientScope(MCP_SCOPES[0], acceptable=MCP_SCOPES)
@@ -114,9 +123,12 @@ class McpMiddleware:
             return
         reset = _credential.set(token)
         reset_scopes = _scopes.set(caller.principal.scopes)
+        # The tool call has paid for its key: the REST request it makes in-process does not.
+        paid = ratelimit.charged.set(caller.principal.key_id)
         try:
             await self.manager.handle_request(scope, receive, send)
         finally:
+            ratelimit.charged.reset(paid)
             _scopes.reset(reset_scopes)
             _credential.reset(reset)
 
@@ -136,10 +148,11 @@ def _bearer(scope: Scope) -> str | None:
     """The bearer token of a request, if any."""
     for key, value in scope.get("headers", []):
         if key == b"authorization":
-            kind, _, token = value.decode("latin-1").partition(" ")
-            if kind.lower() != "bearer":
+            # Split as Connexion splits it for REST, so both read the same key from a header.
+            parts = value.decode("latin-1").split(maxsplit=1)
+            if len(parts) != 2 or parts[0].lower() != "bearer":
                 return None
-            return token.strip() or None
+            return parts[1].strip() or None
     return None
 
 
@@ -147,7 +160,9 @@ async def _problem(send: Send, exc: ApiError, base: str) -> None:
     """A problem response; 401 and 403 point at the metadata (RFC 9728 section 5.1)."""
     challenge = exc.headers.get("WWW-Authenticate")
     if challenge is not None:
-        exc.headers["WWW-Authenticate"] = f'{challenge}, resource_metadata="{metadata_url(base)}"'
+        exc.headers["WWW-Authenticate"] = (
+            f"{challenge}, resource_metadata={quoted(metadata_url(base))}"
+        )
     await errors.send(send, exc)
 
 

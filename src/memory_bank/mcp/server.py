@@ -8,6 +8,8 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from memory_bank import __version__, errors
 from memory_bank.mcp import capabilities
@@ -53,9 +55,16 @@ def build_server(
     # this stays small. The view is kept with its list, so its id cannot be reused.
     listed: dict[int, tuple[Manifest, list[types.Tool]]] = {}
 
+    # Every tool of the server: one hidden from this caller's view still answers (with REST's
+    # insufficient_scope), only a name the server never had is a protocol error.
+    known = {*manifest.names, capabilities.SEARCH, capabilities.EXECUTE}
+
     async def list_tools(
-        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+        _ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        # One page holds every tool, so no cursor was ever issued (the spec: -32602).
+        if params is not None and params.cursor is not None:
+            raise MCPError(INVALID_PARAMS, "Invalid cursor: this server lists all tools at once.")
         seen = current()
         cached = listed.get(id(seen))
         if cached is None or cached[0] is not seen:
@@ -65,6 +74,10 @@ def build_server(
     async def call_tool(
         _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if params.name not in known:
+            # A protocol error (the spec: -32602); a bad name given to execute_capability is
+            # that tool's argument error instead (dispatch).
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
         return await dispatch(manifest, executor, params.name, params.arguments or {}, current())
 
     return Server(

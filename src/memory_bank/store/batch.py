@@ -8,14 +8,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Engine, Table
 
+from memory_bank.store import direct_read
 from memory_bank.store.direct_read import reraise
 
 # The client flag that lets one query carry several statements (the same bit in PyMySQL and
-# mysqlclient). make_engine() sets it on MySQL/MariaDB connections of these drivers.
+# mysqlclient). make_engine(multi_statements=True) sets it, for the pool that runs saves only
+# (store.engine.batch_engine): every other connection refuses a stacked statement, so a
+# future injection bug anywhere else cannot append one.
 MULTI_STATEMENTS = 1 << 16
-DRIVERS = frozenset({"pymysql", "mysqldb"})
+DRIVERS = direct_read.DRIVERS
+
+# The engines whose connections carry the flag (make_engine registers them).
+_enabled: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -26,9 +32,14 @@ class Statement:
     params: tuple[Any, ...]
 
 
+def enable(engine: Engine) -> None:
+    """Mark an engine whose connections were opened with MULTI_STATEMENTS."""
+    _enabled.add(engine)
+
+
 def supported(conn: Connection) -> bool:
-    """Whether this connection sends batches in one round trip (MySQL/MariaDB, our drivers)."""
-    return conn.dialect.name in {"mysql", "mariadb"} and conn.dialect.driver in DRIVERS
+    """Whether this connection sends batches in one round trip (a batch pool's connection)."""
+    return conn.engine in _enabled
 
 
 def insert(table: Table, rows: Sequence[Mapping[str, Any]]) -> Statement:

@@ -9,6 +9,14 @@ from typing import Any, NoReturn
 from sqlalchemy import Connection, Select
 from sqlalchemy.exc import DBAPIError
 
+# The MySQL drivers whose cursors this module (and store/batch.py) drive directly.
+DRIVERS = frozenset({"pymysql", "mysqldb"})
+
+
+def available(conn: Connection) -> bool:
+    """Whether reads on this connection may go straight through its driver."""
+    return conn.dialect.name in {"mysql", "mariadb"} and conn.dialect.driver in DRIVERS
+
 
 def fetch_one(
     conn: Connection, statement: Select[Any], params: Mapping[str, Any]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +15,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.pool import QueuePool
 
 from memory_bank.errors import ServiceUnavailable
 from memory_bank.store import batch, checkpoint
@@ -24,11 +27,15 @@ T = TypeVar("T")
 _RETRYABLE_MYSQL = {1213, 1205}
 
 
-def make_engine(url: str, pool_size: int = 10, *, autocommit: bool = False) -> Engine:
+def make_engine(
+    url: str, pool_size: int = 10, *, autocommit: bool = False, multi_statements: bool = False
+) -> Engine:
     """Create an engine tuned for this project on SQLite or MySQL/MariaDB.
 
     autocommit=True (MySQL/MariaDB only) is for single-statement reads: each statement is its
     own transaction, so returning a connection sends no ROLLBACK (see make_auth_engine).
+    multi_statements=True (MySQL/MariaDB only) is for the pool that sends a save's writes as
+    one batch (see batch_engine); no other connection may stack statements.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -40,6 +47,7 @@ def make_engine(url: str, pool_size: int = 10, *, autocommit: bool = False) -> E
             parsed = parsed.set(database=str(path))
         engine = create_engine(
             parsed,
+            hide_parameters=True,
             connect_args={"timeout": 30, "check_same_thread": False},
             pool_size=pool_size,
             max_overflow=pool_size,
@@ -52,11 +60,15 @@ def make_engine(url: str, pool_size: int = 10, *, autocommit: bool = False) -> E
             parsed = parsed.set(drivername="mysql+pymysql")
         query = dict(parsed.query)
         query.setdefault("charset", "utf8mb4")
-        if parsed.get_driver_name() in batch.DRIVERS:
+        batches = multi_statements and parsed.get_driver_name() in batch.DRIVERS
+        flags = int(str(query.get("client_flag", 0)))
+        if batches:
             # Several statements per round trip for a save (store/batch.py); SQLAlchemy adds
             # FOUND_ROWS to whatever flags the URL gives.
-            flags = int(str(query.get("client_flag", 0)))
             query["client_flag"] = str(flags | batch.MULTI_STATEMENTS)
+        elif flags & batch.MULTI_STATEMENTS:
+            # Not even when the URL asks: only the batch pool may stack statements.
+            query["client_flag"] = str(flags & ~batch.MULTI_STATEMENTS)
         parsed = parsed.set(query=query)
         modes: dict[str, Any] = {}
         if autocommit:
@@ -64,6 +76,8 @@ def make_engine(url: str, pool_size: int = 10, *, autocommit: bool = False) -> E
         engine = create_engine(
             parsed,
             **modes,
+            # A database error's message then names no value a user sent (see http/exceptions).
+            hide_parameters=True,
             pool_size=pool_size,
             max_overflow=pool_size,
             pool_recycle=1800,
@@ -75,8 +89,9 @@ def make_engine(url: str, pool_size: int = 10, *, autocommit: bool = False) -> E
             connect_args={"connect_timeout": 3, "read_timeout": 30, "write_timeout": 30},
         )
         _ping_when_idle(engine)
-        if not autocommit:
+        if batches and not autocommit:
             batch.skip_commit_after_batch(engine.dialect)
+            batch.enable(engine)
         return engine
     raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
 
@@ -96,9 +111,38 @@ def make_auth_engine(engine: Engine) -> Engine:
     return make_engine(engine.url.render_as_string(hide_password=False), 2, autocommit=True)
 
 
+# The batch pool of each engine that has one (made on first use by batch_engine).
+_batch_engines: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+_batch_lock = threading.Lock()
+
+
+def batch_engine(engine: Engine) -> Engine:
+    """The pool whose connections send a save's writes as one batch, for engine's database.
+
+    On MySQL/MariaDB a pool of its own, the only one with MULTI_STATEMENTS, made on first use
+    with engine's size (connections open only when saves need them); engine itself elsewhere.
+    dispose_engines(engine) closes it too.
+    """
+    if is_sqlite(engine) or engine.dialect.driver not in batch.DRIVERS:
+        return engine
+    found = _batch_engines.get(engine)
+    if found is not None:
+        return found
+    with _batch_lock:
+        found = _batch_engines.get(engine)
+        if found is None:
+            size = engine.pool.size() if isinstance(engine.pool, QueuePool) else 5
+            found = make_engine(
+                engine.url.render_as_string(hide_password=False), size, multi_statements=True
+            )
+            _batch_engines[engine] = found
+    return found
+
+
 def dispose_engines(*engines: Engine) -> None:
-    """Close the pools of these engines (each once, however often it is named)."""
-    for engine in dict.fromkeys(engines):
+    """Close the pools of these engines and of their batch pools (each once)."""
+    every = [*engines, *(_batch_engines.get(e) for e in engines)]
+    for engine in dict.fromkeys(e for e in every if e is not None):
         engine.dispose()
 
 
@@ -169,8 +213,16 @@ def reading(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-def writing(engine: Engine, work: Callable[[Connection], T], attempts: int = 3) -> T:
-    """Run work(conn) in one write transaction, retrying deadlocks; outages become 503."""
+def writing(
+    engine: Engine, work: Callable[[Connection], T], attempts: int = 3, *, batched: bool = False
+) -> T:
+    """Run work(conn) in one write transaction, retrying deadlocks; outages become 503.
+
+    batched=True runs it on the engine's batch pool (batch_engine), where a save's writes go
+    in one round trip; only the transactions that write a memory ask for it.
+    """
+    if batched:
+        engine = batch_engine(engine)
     for attempt in range(1, attempts + 1):
         try:
             with translate_outage(), engine.connect() as conn:

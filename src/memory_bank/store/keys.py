@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, bindparam, insert, select, update
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, direct_read
+from memory_bank.store import direct_read
 from memory_bank.store.schema import api_key, user_settings
 from memory_bank.store.user_settings import UserSettings
 
@@ -112,6 +112,9 @@ def _check_name(what: str, value: str | None, required: bool = False) -> None:
     # MySQL/MariaDB compare VARCHARs ignoring trailing spaces: "alice " would read alice's data.
     if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise ValueError(f"{what} must not have surrounding spaces or control characters")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        # What a terminal's undecodable bytes become in argv; no database stores them.
+        raise ValueError(f"{what} must be valid Unicode text")
 
 
 def find_key(conn: Connection, secret: str) -> KeyRecord | None:
@@ -135,7 +138,7 @@ def _lookup(conn: Connection, secret: str, statement: Select[Any]) -> Mapping[st
         return None
     prefix = secret[len(KEY_PREFIX) : len(KEY_PREFIX) + 12]
     row: Mapping[str, Any] | None
-    if batch.supported(conn):
+    if direct_read.available(conn):
         # MySQL/MariaDB: straight through the driver (this runs on every request).
         row = direct_read.fetch_one(conn, statement, {"prefix": prefix})
     else:

@@ -25,7 +25,7 @@ from sqlalchemy import (
 from memory_bank.ids import new_id, utcnow
 from memory_bank.store import batch, postings
 from memory_bank.store.engine import is_sqlite
-from memory_bank.store.schema import memory, memory_context
+from memory_bank.store.schema import memory, memory_context, memory_tombstone
 
 
 @dataclass(frozen=True)
@@ -192,10 +192,17 @@ def list_memories(
     return page
 
 
-def delete_memory(conn: Connection, user_id: str, memory_id: str) -> bool:
-    """Delete the user's memory, its contexts and postings; False when it is not theirs."""
+def delete_memory(
+    conn: Connection, user_id: str, memory_id: str, now: datetime | None = None
+) -> bool:
+    """Delete the user's memory, its contexts and postings, leaving a tombstone (its id and
+    the time); False when it is not theirs."""
+    # Locked (MySQL/MariaDB; SQLite writers are serial anyway): of two deletes of one memory,
+    # the second waits for the first and finds it gone, rather than deleting it twice.
     exists = conn.execute(
-        select(memory.c.id).where(memory.c.user_id == user_id, memory.c.id == memory_id)
+        select(memory.c.id)
+        .where(memory.c.user_id == user_id, memory.c.id == memory_id)
+        .with_for_update()
     ).first()
     if exists is None:
         return False
@@ -206,7 +213,53 @@ def delete_memory(conn: Connection, user_id: str, memory_id: str) -> bool:
         )
     )
     conn.execute(delete(memory).where(memory.c.user_id == user_id, memory.c.id == memory_id))
+    conn.execute(
+        insert(memory_tombstone).values(
+            user_id=user_id, memory_id=memory_id, deleted_at=now or utcnow()
+        )
+    )
     return True
+
+
+def was_deleted(conn: Connection, user_id: str, memory_id: str) -> bool:
+    """Whether the user deleted this memory and its tombstone is still kept."""
+    found = conn.execute(
+        select(memory_tombstone.c.memory_id).where(
+            memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id
+        )
+    ).first()
+    return found is not None
+
+
+def purge_tombstones(conn: Connection, user_id: str, before: datetime) -> int:
+    """Forget the user's tombstones older than `before`; returns how many.
+
+    Found with a plain read, then deleted one key at a time: a range DELETE would lock the
+    index gap it scanned on MySQL/MariaDB, and two concurrent deletes of one user, each then
+    inserting its own tombstone into that gap, deadlocked.
+    """
+    old = conn.execute(
+        select(memory_tombstone.c.memory_id).where(
+            memory_tombstone.c.user_id == user_id, memory_tombstone.c.deleted_at < before
+        )
+    ).scalars()
+    gone = 0
+    for memory_id in list(old):
+        result = conn.execute(
+            delete(memory_tombstone).where(
+                memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id
+            )
+        )
+        gone += int(result.rowcount or 0)
+    return gone
+
+
+def users_with_tombstones_before(conn: Connection, before: datetime) -> list[str]:
+    """Users with tombstones older than `before`: a cross-user read, for the operator's sweep."""
+    rows = conn.execute(
+        select(memory_tombstone.c.user_id).where(memory_tombstone.c.deleted_at < before).distinct()
+    ).all()
+    return [r.user_id for r in rows]
 
 
 def count(conn: Connection, user_id: str) -> int:

@@ -94,6 +94,19 @@ memory_user_stats = Table(
     **TABLE_ARGS,
 )
 
+# Memories a user deleted lately: ids and times only, never content. A repeated delete of the
+# user's own memory then answers 204 again (the operation is idempotent), while an id that was
+# never theirs stays a 404. Kept for a day (domain/memories.py), then purged.
+memory_tombstone = Table(
+    "memory_tombstone",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("memory_id", String(32), primary_key=True),
+    Column("deleted_at", Timestamp, nullable=False),
+    Index("ix_memory_tombstone_user_deleted", "user_id", "deleted_at"),
+    **TABLE_ARGS,
+)
+
 api_key = Table(
     "api_key",
     metadata,
