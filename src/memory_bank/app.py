@@ -31,6 +31,8 @@ from memory_bank.mcp.http import McpMiddleware
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, requirements
 from memory_bank.state import AppState, state_of
+from memory_bank.store import owner_keys
+from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.engine import make_auth_engine, make_engine
 from memory_bank.store.migrate import signing_secret
 from memory_bank.web import routes as panel_routes
@@ -66,6 +68,8 @@ def create_app(
     engine = make_engine(settings.database_url.reveal(), settings.db_pool_size)
     if run_migrations:
         prepare(engine)
+    # A wrong or missing master key stops here (crypto.KeyProblem), before anything is served.
+    owner_keys.open_keyring(engine, settings)
     spec = load_spec(spec_file)
     state = AppState(
         settings=settings,
@@ -140,4 +144,4 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
     return stack
 
 
-__all__ = ["create_app", "state_of"]
+__all__ = ["KeyProblem", "create_app", "state_of"]

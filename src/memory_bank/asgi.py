@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from memory_bank.app import create_app
+from memory_bank.app import KeyProblem, create_app
 from memory_bank.settings import Settings
+
+# The exit code of a process that refuses to start over its master key (as the CLI's).
+EXIT_MASTER_KEY = 4
 
 
 def app_factory() -> Any:
     """Build the app from MEMORY_BANK_* environment settings."""
-    return create_app(Settings.from_env())
+    try:
+        return create_app(Settings.from_env())
+    except KeyProblem as exc:
+        # A message and an exit code, not a traceback, and never a half-working service.
+        print(f"memory-bank: cannot start: {exc}", file=sys.stderr)
+        sys.exit(EXIT_MASTER_KEY)

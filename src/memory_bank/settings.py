@@ -127,6 +127,21 @@ class Settings:
         "handlers per worker are capped at twice this, less one.",
     )
 
+    master_key_file: str = _setting(
+        "",
+        "File holding the base64 master key that turns encryption at rest on (make one with "
+        "`memory-bank crypto init`); empty = off, unless MEMORY_BANK_MASTER_KEY is set.",
+    )
+    master_key: Secret = _setting(  # noqa: RUF009
+        Secret(""),
+        "The master key itself, base64 (instead of a file; the file wins when both are set).",
+    )
+    key_cache_size: int = _setting(
+        1000,
+        "Unwrapped data keys kept in memory per worker process, so a request need not unwrap "
+        "its owner's key again; 0 = unwrap on every request.",
+    )
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Read settings from the environment (MEMORY_BANK_*), then apply overrides."""

@@ -17,6 +17,7 @@ from reliability_figures import Figures
 
 from memory_bank.ids import new_id
 from memory_bank.spec import load_spec
+from memory_bank.store.crypto import encode_master_key, new_master_key
 from memory_bank.store.engine import batch_engine
 from memory_bank.store.schema import metadata
 
@@ -432,8 +433,13 @@ def statement_is_owner_scoped(sql: str) -> bool:
 
 
 @pytest.mark.slow
-def test_every_statement_on_memory_tables_filters_by_user(make_service, database_url, figures):
-    service = make_service(max_memories_per_user=1000)
+@pytest.mark.parametrize("sealed", [False, True], ids=["plain", "encrypted"])
+def test_every_statement_on_memory_tables_filters_by_user(
+    make_service, database_url, figures, sealed
+):
+    # Encrypted: the owner's data key is read (owner_key) by nearly every statement's request.
+    master = {"master_key": encode_master_key(new_master_key())} if sealed else {}
+    service = make_service(max_memories_per_user=1000, **master)
     statements: list[str] = []
 
     def capture(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -467,6 +473,9 @@ def test_every_statement_on_memory_tables_filters_by_user(make_service, database
         touched |= refs
         assert statement_is_owner_scoped(sql), f"not filtered by user_id: {sql}"
     assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= touched
+    assert ("owner_key" in touched) == sealed
+    if sealed:
+        return
     figures.add(f"sql.{_engine(database_url)}.statements_checked", checked)
     figures.note(f"sql.{_engine(database_url)}.tables", sorted(touched))
     json.dumps(statements)  # the capture holds plain strings only

@@ -7,12 +7,13 @@ import sys
 from collections.abc import Sequence
 
 from memory_bank import __version__
-from memory_bank.cli import drafts, keys, mcp, migrate, panel, reindex, serve, users
-from memory_bank.cli.common import EXIT_USAGE, CliError
+from memory_bank.cli import crypto, drafts, keys, mcp, migrate, panel, reindex, serve, users
+from memory_bank.cli.common import EXIT_MASTER_KEY, EXIT_USAGE, CliError
 from memory_bank.settings import PREFIX, Settings, documented
+from memory_bank.store.crypto import KeyProblem
 
 # Subcommands in the order `memory-bank --help` lists them.
-COMMANDS = (serve, migrate, keys, mcp, reindex, panel, users, drafts)
+COMMANDS = (serve, migrate, keys, mcp, reindex, panel, users, drafts, crypto)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"memory-bank: error: {exc}", file=sys.stderr)
         return exc.code
+    except KeyProblem as exc:
+        print(f"memory-bank: error: cannot start: {exc}", file=sys.stderr)
+        return EXIT_MASTER_KEY
     except ValueError as exc:
         print(f"memory-bank: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

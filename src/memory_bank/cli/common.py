@@ -8,10 +8,13 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from memory_bank.domain.reindex import prepare
 from memory_bank.settings import PREFIX, Secret, Settings
+from memory_bank.store import owner_keys
+from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.engine import make_engine
 
 EXIT_USAGE = 2
 EXIT_DATABASE = 3
+EXIT_MASTER_KEY = 4
 
 
 class CliError(Exception):
@@ -31,8 +34,11 @@ def safe_url(url: Secret | str) -> str:
         return "<invalid URL>"
 
 
-def open_database(settings: Settings, run_migrations: bool = True) -> Engine:
-    """An engine for the configured database, migrated; a clear error when unreachable."""
+def open_database(
+    settings: Settings, run_migrations: bool = True, *, with_keys: bool = True
+) -> Engine:
+    """An engine for the configured database, migrated, its master key checked and in use
+    (with_keys); a clear error when unreachable or when the key is wrong or missing."""
     try:
         engine = make_engine(settings.database_url.reveal(), pool_size=2)
         if run_migrations:
@@ -40,6 +46,10 @@ def open_database(settings: Settings, run_migrations: bool = True) -> Engine:
         else:
             with engine.connect():
                 pass
+        if with_keys:
+            owner_keys.open_keyring(engine, settings)
+    except KeyProblem as exc:
+        raise CliError(f"cannot start: {exc}", EXIT_MASTER_KEY) from None
     except DBAPIError as exc:
         raise CliError(
             f"cannot use the database at {safe_url(settings.database_url)}: "

@@ -15,7 +15,7 @@ from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
-from memory_bank.store import postings
+from memory_bank.store import owner_keys, postings
 from memory_bank.store.engine import reading, writing
 
 NOT_FOUND = "No memory with this id."
@@ -140,7 +140,9 @@ def page(
 def find(engine: Engine, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
     """The principal's memories that best match a query, with scores, best first."""
     with reading(engine) as conn:
-        hits = search_index.search(conn, principal.user_id, query, limit)
+        # With encryption on, postings hold keyed hashes of terms: the query's are hashed alike.
+        forms = owner_keys.sealer(conn, principal.user_id).term_forms
+        hits = search_index.search(conn, principal.user_id, query, limit, forms)
         found = store.get_memories(conn, principal.user_id, [mid for mid, _ in hits])
     results = []
     for mid, score in hits:

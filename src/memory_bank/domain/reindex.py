@@ -9,7 +9,7 @@ from functools import partial
 from sqlalchemy import Connection, Engine
 
 from memory_bank.search.document import index_version, postings_of
-from memory_bank.store import memories, postings, service_state
+from memory_bank.store import memories, owner_keys, postings, service_state
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.migrate import migrate
 
@@ -55,7 +55,8 @@ def _reindex_batch(conn: Connection, user_id: str, after: str, size: int) -> lis
     """Re-analyse the user's next batch of memories (by id) and replace their postings."""
     docs = memories.documents(conn, user_id, after, size)
     if docs:
-        entries = {d.id: postings_of(d.content, d.tags, d.snippets) for d in docs}
+        seal = owner_keys.sealer(conn, user_id)
+        entries = {d.id: seal.postings(postings_of(d.content, d.tags, d.snippets)) for d in docs}
         postings.replace(conn, user_id, entries)
     return [d.id for d in docs]
 

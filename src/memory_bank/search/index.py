@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection
 
@@ -29,13 +30,25 @@ def _marks(conn: Connection, n: int) -> str:
     return ", ".join([_mark(conn)] * n)
 
 
-def search(conn: Connection, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
-    """The user's best memory ids for a query, with BM25 scores, best first."""
+def search(
+    conn: Connection,
+    user_id: str,
+    query: str,
+    limit: int,
+    forms: Callable[[str], Sequence[str]] | None = None,
+) -> list[tuple[str, float]]:
+    """The user's best memory ids for a query, with BM25 scores, best first.
+
+    forms gives the stored forms of a term (with encryption on, its keyed hash; see
+    store/owner_keys.py); ranking works on the terms themselves, so it is the same either way.
+    """
     query_terms = Counter(terms(query, query=True))
     if not query_terms:
         return []
+    stored = {t: tuple(forms(t)) if forms is not None else (t,) for t in query_terms}
+    term_of = {form: t for t, each in stored.items() for form in each}
     m = _mark(conn)
-    unique = list(query_terms)
+    unique = list(term_of)
     # The user's statistics (the row with a NULL term) and each query term's document
     # frequency, in one round trip.
     rows = conn.exec_driver_sql(
@@ -50,20 +63,25 @@ def search(conn: Connection, user_id: str, query: str, limit: int) -> list[tuple
         return []
     n_docs = int(stats[1])
     avg_len = max(float(stats[2]) / n_docs, 1.0)
-    df_rows = [(row[0], int(row[1])) for row in rows if row[0] is not None]
+    df: Counter[str] = Counter()
+    for row in rows:
+        if row[0] is not None:
+            df[term_of[row[0]]] += int(row[1])
+    df_rows = list(df.items())
     # Rarest terms first: they carry the most weight and have the shortest posting lists.
     rare: dict[str, float] = {}
     common: dict[str, float] = {}
     read = 0
-    for term, df in sorted(df_rows, key=lambda row: (row[1], row[0])):
-        weight = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)) * query_terms[term]
-        if not rare or read + df <= POSTINGS_BUDGET:
+    for term, freq in sorted(df_rows, key=lambda row: (row[1], row[0])):
+        weight = math.log(1.0 + (n_docs - freq + 0.5) / (freq + 0.5)) * query_terms[term]
+        if not rare or read + freq <= POSTINGS_BUDGET:
             rare[term] = weight
-            read += df
+            read += freq
         else:
             common[term] = weight
     if not rare:
         return []
+    rare, common = _as_stored(rare, stored), _as_stored(common, stored)
     if not common:
         return _score(conn, user_id, rare, avg_len, limit)
     # Past the budget, the commonest terms (lowest idf) only add to the best candidates of the
@@ -73,6 +91,11 @@ def search(conn: Connection, user_id: str, query: str, limit: int) -> list[tuple
         found[mid] += extra
     ranked = sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
     return ranked[:limit]
+
+
+def _as_stored(weights: dict[str, float], stored: dict[str, tuple[str, ...]]) -> dict[str, float]:
+    """Each term's weight under each of its stored forms."""
+    return {form: weight for term, weight in weights.items() for form in stored[term]}
 
 
 def _score(

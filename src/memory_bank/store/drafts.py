@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import new_id
+from memory_bank.store import owner_keys
 from memory_bank.store.memories import NewContext, Owner
 from memory_bank.store.schema import memory_draft, review_audit
 
@@ -95,14 +96,18 @@ def insert_draft(
         created_at=now,
         expires_at=expires_at,
     )
+    # Sealed per owner, column and draft when encryption is on (store/owner_keys.py).
+    seal = owner_keys.sealer(conn, owner.user_id, create=True)
     conn.execute(
         insert(memory_draft).values(
             id=row.id,
             user_id=row.user_id,
             org_id=row.org_id,
-            content=content,
-            tags=json.dumps(row.tags, ensure_ascii=False),
-            contexts=json.dumps(stored_contexts, ensure_ascii=False),
+            content=seal.seal("memory_draft.content", row.id, content),
+            tags=seal.seal("memory_draft.tags", row.id, json.dumps(row.tags, ensure_ascii=False)),
+            contexts=seal.seal(
+                "memory_draft.contexts", row.id, json.dumps(stored_contexts, ensure_ascii=False)
+            ),
             source=row.source,
             created_by_key=row.created_by_key,
             created_at=now,
@@ -122,7 +127,7 @@ def get_draft(conn: Connection, user_id: str, draft_id: str, now: datetime) -> D
             memory_draft.c.expires_at > now,
         )
     ).first()
-    return _row(found) if found is not None else None
+    return _row(found, owner_keys.sealer(conn, user_id)) if found is not None else None
 
 
 def list_drafts(
@@ -135,7 +140,8 @@ def list_drafts(
     if before_id is not None:
         stmt = stmt.where(memory_draft.c.id < before_id)
     rows = conn.execute(stmt.order_by(memory_draft.c.id.desc()).limit(limit)).all()
-    return [_row(r) for r in rows]
+    seal = owner_keys.sealer(conn, user_id)
+    return [_row(r, seal) for r in rows]
 
 
 def count_drafts(conn: Connection, user_id: str) -> int:
@@ -212,15 +218,15 @@ def audit_trail(conn: Connection, user_id: str, draft_id: str) -> list[dict[str,
     return [dict(r._mapping) for r in rows]
 
 
-def _row(r: Any) -> DraftRow:
-    """A draft from a result row."""
+def _row(r: Any, seal: owner_keys.Sealer) -> DraftRow:
+    """A draft from a result row, opened."""
     return DraftRow(
         id=r.id,
         user_id=r.user_id,
         org_id=r.org_id,
-        content=r.content,
-        tags=json.loads(r.tags),
-        contexts=json.loads(r.contexts),
+        content=seal.open("memory_draft.content", r.id, r.content),
+        tags=json.loads(seal.open("memory_draft.tags", r.id, r.tags)),
+        contexts=json.loads(seal.open("memory_draft.contexts", r.id, r.contexts)),
         source=r.source,
         created_by_key=r.created_by_key,
         created_at=r.created_at,

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, postings
+from memory_bank.store import batch, owner_keys, postings
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.schema import memory, memory_context, memory_tombstone
 
@@ -87,31 +87,41 @@ def insert_memory(
     """
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
+    # Sealed per owner, column and row when encryption is on (store/owner_keys.py).
+    seal = owner_keys.sealer(conn, owner.user_id, create=True)
+    tags_text = json.dumps(list(tags), ensure_ascii=False)
     row = {
         "id": mid,
         "user_id": owner.user_id,
         "org_id": owner.org_id,
-        "content": content,
-        "tags": json.dumps(list(tags), ensure_ascii=False),
+        "content": seal.seal("memory.content", mid, content),
+        "tags": seal.seal("memory.tags", mid, tags_text),
         "source": owner.source,
         "scope": "user",
         "created_at": now,
         "updated_at": now,
     }
-    rows = [
+    shown = [
         {
             "id": new_id("mctx"),
-            "memory_id": mid,
-            "user_id": owner.user_id,
-            "position": pos,
             "snippet": ctx.snippet,
             "conversation_id": ctx.conversation_id,
             "message_id": ctx.message_id,
             "origin": ctx.origin,
             "created_at": now,
         }
-        for pos, ctx in enumerate(contexts)
+        for ctx in contexts
     ]
+    rows = [
+        {
+            "memory_id": mid,
+            "user_id": owner.user_id,
+            "position": pos,
+            **seal_context(seal, ctx),
+        }
+        for pos, ctx in enumerate(shown)
+    ]
+    index = seal.postings(index)
     if batch.supported(conn):
         # MySQL/MariaDB: the memory, its contexts, postings and statistics (and the COMMIT) in
         # one round trip instead of five (each costs 0.1-0.5 ms of driver work and network here).
@@ -134,8 +144,34 @@ def insert_memory(
         scope="user",
         created_at=now,
         updated_at=now,
-        contexts=[_context_dict(r) for r in rows],
+        contexts=shown,
     )
+
+
+def seal_context(seal: owner_keys.Sealer, ctx: dict[str, Any]) -> dict[str, Any]:
+    """A context's columns as stored: its snippet and citation sealed with its own id."""
+    cid = ctx["id"]
+    return {
+        **ctx,
+        "snippet": seal.seal("memory_context.snippet", cid, ctx["snippet"]),
+        "conversation_id": seal.seal_opt(
+            "memory_context.conversation_id", cid, ctx["conversation_id"]
+        ),
+        "message_id": seal.seal_opt("memory_context.message_id", cid, ctx["message_id"]),
+    }
+
+
+def open_context(seal: owner_keys.Sealer, ctx: dict[str, Any]) -> dict[str, Any]:
+    """A stored context with its snippet and citation opened."""
+    cid = ctx["id"]
+    return {
+        **ctx,
+        "snippet": seal.open("memory_context.snippet", cid, ctx["snippet"]),
+        "conversation_id": seal.open_opt(
+            "memory_context.conversation_id", cid, ctx["conversation_id"]
+        ),
+        "message_id": seal.open_opt("memory_context.message_id", cid, ctx["message_id"]),
+    }
 
 
 def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRow]:
@@ -143,17 +179,16 @@ def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str
     if not ids:
         return {}
     sqlite = is_sqlite(conn)
+    seal = owner_keys.sealer(conn, user_id)
     rows = conn.execute(_GET_WITH_CONTEXTS[sqlite], _owned_params(sqlite, user_id, ids)).all()
     found: dict[str, MemoryRow] = {}
     for r in rows:
         row = found.get(r.id)
         if row is None:
-            row = found[r.id] = _row(r)
+            row = found[r.id] = _row(r, seal)
         if r.ctx_id is not None:
-            row.contexts.append(
-                {"position": r.ctx_position}
-                | {name: getattr(r, f"ctx_{name}") for name in _CONTEXT_COLUMNS}
-            )
+            stored = {name: getattr(r, f"ctx_{name}") for name in _CONTEXT_COLUMNS}
+            row.contexts.append({"position": r.ctx_position} | open_context(seal, stored))
     for row in found.values():
         # Sorted here rather than in SQL: an ORDER BY across the join cost MariaDB a temporary
         # table and a filesort (about a third of the statement's time).
@@ -187,8 +222,9 @@ def list_memories(
     if before_id is not None:
         stmt = stmt.where(memory.c.id < before_id)
     rows = conn.execute(stmt.order_by(memory.c.id.desc()).limit(limit)).all()
-    page = [_row(r) for r in rows]
-    _attach_contexts(conn, user_id, {m.id: m for m in page})
+    seal = owner_keys.sealer(conn, user_id)
+    page = [_row(r, seal) for r in rows]
+    _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
     return page
 
 
@@ -296,18 +332,27 @@ def documents(conn: Connection, user_id: str, after: str, size: int) -> list[Doc
         .order_by(memory.c.id)
         .limit(size)
     ).all()
+    seal = owner_keys.sealer(conn, user_id)
     snippets: dict[str, list[str]] = {r.id: [] for r in rows}
     if rows:
-        for mid, snippet in conn.execute(
-            select(memory_context.c.memory_id, memory_context.c.snippet)
+        for cid, mid, snippet in conn.execute(
+            select(memory_context.c.id, memory_context.c.memory_id, memory_context.c.snippet)
             .where(
                 memory_context.c.user_id == user_id,
                 memory_context.c.memory_id.in_(list(snippets)),
             )
             .order_by(memory_context.c.memory_id, memory_context.c.position)
         ):
-            snippets[mid].append(snippet)
-    return [Document(r.id, r.content, json.loads(r.tags), snippets[r.id]) for r in rows]
+            snippets[mid].append(seal.open("memory_context.snippet", cid, snippet))
+    return [
+        Document(
+            r.id,
+            seal.open("memory.content", r.id, r.content),
+            json.loads(seal.open("memory.tags", r.id, r.tags)),
+            snippets[r.id],
+        )
+        for r in rows
+    ]
 
 
 def _owned(sqlite: bool, user_col: Any, id_col: Any) -> ColumnElement[bool]:
@@ -328,7 +373,9 @@ def _owned_params(sqlite: bool, user_id: str, ids: Sequence[str]) -> dict[str, A
     return {"pairs": [(user_id, i) for i in ids]}
 
 
-def _attach_contexts(conn: Connection, user_id: str, found: dict[str, MemoryRow]) -> None:
+def _attach_contexts(
+    conn: Connection, user_id: str, found: dict[str, MemoryRow], seal: owner_keys.Sealer
+) -> None:
     """Load the contexts of these memories, in their saved order."""
     if not found:
         return
@@ -336,7 +383,7 @@ def _attach_contexts(conn: Connection, user_id: str, found: dict[str, MemoryRow]
     rows = conn.execute(_CONTEXTS_OF[sqlite], _owned_params(sqlite, user_id, list(found))).all()
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        grouped[r.memory_id].append(_context_dict(r._mapping))
+        grouped[r.memory_id].append(open_context(seal, _context_dict(r._mapping)))
     for mid, row in found.items():
         row.contexts = grouped.get(mid, [])
 
@@ -354,13 +401,13 @@ _CONTEXTS_OF = {
 }
 
 
-def _row(r: Any) -> MemoryRow:
-    """A memory row from a result row."""
+def _row(r: Any, seal: owner_keys.Sealer) -> MemoryRow:
+    """A memory row from a result row, opened."""
     return MemoryRow(
         id=r.id,
         user_id=r.user_id,
-        content=r.content,
-        tags=json.loads(r.tags),
+        content=seal.open("memory.content", r.id, r.content),
+        tags=json.loads(seal.open("memory.tags", r.id, r.tags)),
         source=r.source,
         scope=r.scope,
         created_at=r.created_at,

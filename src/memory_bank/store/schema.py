@@ -31,6 +31,7 @@ TABLE_ARGS: dict[str, Any] = {
 
 Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb")
 LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+CITATION_WIDTH = 768
 
 memory = Table(
     "memory",
@@ -56,8 +57,9 @@ memory_context = Table(
     Column("user_id", String(128), nullable=False),
     Column("position", Integer, nullable=False),
     Column("snippet", LongText, nullable=False),
-    Column("conversation_id", String(128), nullable=True),
-    Column("message_id", String(128), nullable=True),
+    # Wide enough for a sealed citation (128 characters, up to 512 bytes, sealed and in base64).
+    Column("conversation_id", String(CITATION_WIDTH), nullable=True),
+    Column("message_id", String(CITATION_WIDTH), nullable=True),
     Column("origin", String(32), nullable=True),
     Column("created_at", Timestamp, nullable=False),
     Index("ix_memory_context_user_memory", "user_id", "memory_id"),
@@ -188,5 +190,20 @@ panel_signin_used = Table(
     Column("user_id", String(128), primary_key=True),
     Column("nonce", String(64), primary_key=True),
     Column("expires_at", Timestamp, nullable=False),
+    **TABLE_ARGS,
+)
+
+# Each owner's data key, wrapped by the master key (store/crypto.py); never stored in the clear.
+# `master_id` names the master key that wrapped it (rotation); `state` is "sealed" (every row of
+# the owner is encrypted) or "mixed" (encrypt-existing has not finished with the owner's rows).
+owner_key = Table(
+    "owner_key",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("wrapped", String(255), nullable=False),
+    Column("master_id", String(32), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Index("ix_owner_key_master_id", "master_id"),
     **TABLE_ARGS,
 )

@@ -1,0 +1,360 @@
+"""Owners' data keys in the database, the process's cache of unwrapped ones, and the sealer a
+statement uses to seal and open one owner's rows.
+
+An engine with a master key installed (install()) seals every user-text column it writes;
+without one nothing is sealed, and start-up (check_master) refuses a database that holds
+sealed data. Every statement on owner_key filters by user_id, except the operator's
+maintenance reads named as such.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from memory_bank.errors import InternalError
+from memory_bank.ids import utcnow
+from memory_bank.settings import Settings
+from memory_bank.store import crypto, service_state
+from memory_bank.store.engine import batch_engine, reading
+from memory_bank.store.postings import Postings
+from memory_bank.store.schema import memory, memory_draft, owner_key
+from memory_bank.store.schema import service_state as state_table
+
+log = logging.getLogger("memory_bank.crypto")
+
+SEALED = "sealed"
+MIXED = "mixed"
+# service_state: the fingerprint of the master key this database was last opened with.
+MASTER_ID_STATE = "master_key_id"
+
+
+class StoredDataUnreadable(InternalError):
+    """A stored value that does not open for its owner, column and row: refused, never guessed."""
+
+    code = "stored_data_unreadable"
+
+
+def owner_of_user(user_id: str) -> str:
+    """The owner name a user's rows are bound to (orgs will be "org:<id>")."""
+    return f"user:{user_id}"
+
+
+class Sealer:
+    """Seals and opens one owner's fields and names their index terms: here, in the clear."""
+
+    encrypted = False
+
+    def seal(self, column: str, row_id: str, text: str) -> str:
+        """The stored form of a field's text."""
+        return text
+
+    def seal_opt(self, column: str, row_id: str, text: str | None) -> str | None:
+        """seal() for an optional field (NULL stays NULL)."""
+        return None if text is None else self.seal(column, row_id, text)
+
+    def open(self, column: str, row_id: str, value: str) -> str:
+        """A field's text from its stored form."""
+        return value
+
+    def open_opt(self, column: str, row_id: str, value: str | None) -> str | None:
+        """open() for an optional field."""
+        return None if value is None else self.open(column, row_id, value)
+
+    def postings(self, index: Postings) -> Postings:
+        """A memory's postings as stored."""
+        return index
+
+    def term_forms(self, term: str) -> tuple[str, ...]:
+        """The stored forms a query term may have in this owner's postings."""
+        return (term,)
+
+
+PLAIN = Sealer()
+
+
+class OwnerSealer(Sealer):
+    """An owner with a data key: new values sealed; in MIXED state old plain values still read."""
+
+    encrypted = True
+
+    def __init__(self, key: crypto.DataKey, user_id: str, state: str) -> None:
+        self._key = key
+        self._user_id = user_id
+        self.state = state
+
+    def seal(self, column: str, row_id: str, text: str) -> str:
+        """The field sealed for this owner, column and row."""
+        return self._key.seal(column, row_id, text)
+
+    def open(self, column: str, row_id: str, value: str) -> str:
+        """The field opened; a plain value only while encrypt-existing is not done (MIXED)."""
+        if self.state == MIXED and not crypto.is_sealed(value):
+            return value
+        try:
+            return self._key.open(column, row_id, value)
+        except crypto.Unreadable as exc:
+            # Names the row, never its content: the operator can find it, a client learns nothing.
+            log.error("refused a stored value of user %s: %s", self._user_id, exc)
+            raise StoredDataUnreadable(
+                "A stored memory could not be read; the operator has been told."
+            ) from None
+
+    def postings(self, index: Postings) -> Postings:
+        """The postings with each term replaced by its keyed hash."""
+        hashed: dict[str, int] = {}
+        for term, tf in index.terms.items():
+            name = self._key.term(term)
+            hashed[name] = hashed.get(name, 0) + tf
+        return Postings(hashed, index.length)
+
+    def term_forms(self, term: str) -> tuple[str, ...]:
+        """The hashed term; while MIXED also the plain one (each memory has one or the other)."""
+        if self.state == MIXED:
+            return (term, self._key.term(term))
+        return (self._key.term(term),)
+
+
+@dataclass
+class Keyring:
+    """A master key and a bounded cache of the data keys it unwrapped, shared by a process."""
+
+    master: crypto.MasterKey
+    cache_size: int = 1000
+
+    def __post_init__(self) -> None:
+        self._cache: OrderedDict[tuple[str, str], crypto.DataKey] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def data_key(self, user_id: str, wrapped: str) -> crypto.DataKey:
+        """The owner's unwrapped data key, from the cache when this wrapped form was seen."""
+        cache_key = (user_id, wrapped)
+        with self._lock:
+            found = self._cache.get(cache_key)
+            if found is not None:
+                self._cache.move_to_end(cache_key)
+                return found
+        owner = owner_of_user(user_id)
+        key = crypto.DataKey(owner, crypto.unwrap(self.master, owner, wrapped))
+        if self.cache_size > 0:
+            with self._lock:
+                self._cache[cache_key] = key
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return key
+
+    def forget(self, user_id: str) -> None:
+        """Drop the owner's cached key (erase)."""
+        with self._lock:
+            for cache_key in [k for k in self._cache if k[0] == user_id]:
+                del self._cache[cache_key]
+
+
+# The keyring of each engine with encryption on (the engine's batch pool shares it).
+_keyrings: weakref.WeakKeyDictionary[Engine, Keyring] = weakref.WeakKeyDictionary()
+
+
+def install(engine: Engine, keyring: Keyring | None) -> None:
+    """Turn sealing on (a keyring) or off (None) for statements on this engine."""
+    for each in {engine, batch_engine(engine)}:
+        if keyring is None:
+            _keyrings.pop(each, None)
+        else:
+            _keyrings[each] = keyring
+
+
+def keyring_of(conn: Connection | Engine) -> Keyring | None:
+    """The keyring installed for this connection's engine, if encryption is on."""
+    engine = conn.engine if isinstance(conn, Connection) else conn
+    return _keyrings.get(engine)
+
+
+def sealer(conn: Connection, user_id: str, *, create: bool = False) -> Sealer:
+    """How this user's rows are stored; create=True (writes) makes their data key if needed."""
+    keyring = keyring_of(conn)
+    if keyring is None:
+        return PLAIN
+    found = _stored(conn, user_id)
+    if found is None:
+        if not create:
+            # Nothing of theirs was ever sealed: whatever they have is plain.
+            return PLAIN
+        found = _create(conn, keyring, user_id)
+    wrapped, master_id, state = found
+    if master_id != keyring.master.fingerprint:
+        log.error("the data key of user %s is wrapped by master key %s", user_id, master_id)
+        raise StoredDataUnreadable("A stored memory could not be read; the operator has been told.")
+    try:
+        key = keyring.data_key(user_id, wrapped)
+    except crypto.KeyProblem as exc:
+        log.error("%s", exc)
+        raise StoredDataUnreadable(
+            "A stored memory could not be read; the operator has been told."
+        ) from None
+    return OwnerSealer(key, user_id, state)
+
+
+def _stored(conn: Connection, user_id: str) -> tuple[str, str, str] | None:
+    """The user's wrapped key, its master key's id and their state, if they have a key."""
+    row = conn.execute(_SELECT_KEY, {"user_id": user_id}).first()
+    return None if row is None else (row.wrapped, row.master_id, row.state)
+
+
+_SELECT_KEY = select(owner_key.c.wrapped, owner_key.c.master_id, owner_key.c.state).where(
+    owner_key.c.user_id == bindparam("user_id")
+)
+
+
+def _create(conn: Connection, keyring: Keyring, user_id: str) -> tuple[str, str, str]:
+    """Make the user's data key: MIXED when they already have plain rows, else SEALED."""
+    has_rows = any(
+        conn.execute(select(table.c.id).where(table.c.user_id == user_id).limit(1)).first()
+        for table in (memory, memory_draft)
+    )
+    state = MIXED if has_rows else SEALED
+    wrapped = crypto.wrap(keyring.master, owner_of_user(user_id), crypto.new_data_key())
+    try:
+        conn.execute(
+            insert(owner_key).values(
+                user_id=user_id,
+                wrapped=wrapped,
+                master_id=keyring.master.fingerprint,
+                state=state,
+                created_at=utcnow(),
+            )
+        )
+    except IntegrityError:
+        # A concurrent first save of the same user made it first: use theirs.
+        found = _stored(conn, user_id)
+        if found is None:
+            raise
+        return found
+    return wrapped, keyring.master.fingerprint, state
+
+
+def set_state(conn: Connection, user_id: str, state: str) -> None:
+    """Record that the user's rows are now all sealed (or mixed again)."""
+    conn.execute(update(owner_key).where(owner_key.c.user_id == user_id).values(state=state))
+
+
+def destroy(conn: Connection, user_id: str) -> bool:
+    """Delete the user's data key (crypto-shredding); True when there was one."""
+    keyring = keyring_of(conn)
+    if keyring is not None:
+        keyring.forget(user_id)
+    done = conn.execute(delete(owner_key).where(owner_key.c.user_id == user_id))
+    return bool(done.rowcount)
+
+
+def rewrap(conn: Connection, user_id: str, old: crypto.MasterKey, new: crypto.MasterKey) -> bool:
+    """Re-wrap the user's data key from the old master key to the new; False if already done."""
+    found = _stored(conn, user_id)
+    if found is None or found[1] == new.fingerprint:
+        return False
+    owner = owner_of_user(user_id)
+    data_key = crypto.unwrap(old, owner, found[0])
+    conn.execute(
+        update(owner_key)
+        .where(owner_key.c.user_id == user_id)
+        .values(wrapped=crypto.wrap(new, owner, data_key), master_id=new.fingerprint)
+    )
+    return True
+
+
+def owners(conn: Connection, master_id: str | None = None) -> list[str]:
+    """Users with a data key (not under master_id, when given): the operator's maintenance."""
+    stmt = select(owner_key.c.user_id)
+    if master_id is not None:
+        stmt = stmt.where(owner_key.c.master_id != master_id)
+    return sorted(conn.execute(stmt).scalars())
+
+
+def load_master(settings: Settings) -> crypto.MasterKey | None:
+    """The configured master key (the file first), None when encryption is off."""
+    if settings.master_key_file:
+        return crypto.read_master_key_file(settings.master_key_file)
+    if settings.master_key:
+        return crypto.parse_master_key(settings.master_key.reveal())
+    return None
+
+
+def open_keyring(engine: Engine, settings: Settings) -> Keyring | None:
+    """Check the configured master key against the database and turn sealing on with it.
+
+    KeyProblem, with a message for the operator, when the key is wrong, damaged or missing
+    while the database holds encrypted data: the process must not start.
+    """
+    master = load_master(settings)
+    check_master(engine, master)
+    if master is None:
+        install(engine, None)
+        return None
+    with engine.begin() as conn:
+        if service_state.get(conn, MASTER_ID_STATE) != master.fingerprint:
+            record_master(conn, master)
+    keyring = Keyring(master, settings.key_cache_size)
+    install(engine, keyring)
+    return keyring
+
+
+def check_master(engine: Engine, master: crypto.MasterKey | None) -> None:
+    """Refuse (KeyProblem) a master key, or its absence, that this database's keys disagree with.
+
+    Run once at start-up, before anything is served: a wrong or missing key stops the process
+    with a message instead of failing every request.
+    """
+    with reading(engine) as conn:
+        by_master: dict[str, int] = dict(
+            conn.execute(
+                select(owner_key.c.master_id, func.count()).group_by(owner_key.c.master_id)
+            ).all()
+        )
+        recorded = service_state.get(conn, MASTER_ID_STATE)
+        sample = None
+        if master is not None and by_master.get(master.fingerprint):
+            sample = conn.execute(
+                select(owner_key.c.user_id, owner_key.c.wrapped)
+                .where(owner_key.c.master_id == master.fingerprint)
+                .limit(1)
+            ).first()
+    held = sum(by_master.values())
+    if master is None:
+        if held or recorded:
+            raise crypto.KeyProblem(
+                f"this database holds encrypted memories ({held} data key(s), master key "
+                f"{recorded or next(iter(by_master))}); set MEMORY_BANK_MASTER_KEY_FILE "
+                "(or MEMORY_BANK_MASTER_KEY) to its master key"
+            )
+        return
+    others = {mid: n for mid, n in by_master.items() if mid != master.fingerprint}
+    if others:
+        if by_master.get(master.fingerprint):
+            raise crypto.KeyProblem(
+                f"{sum(others.values())} data key(s) are still wrapped by another master key: "
+                "finish `memory-bank crypto rotate-master` before starting"
+            )
+        raise crypto.KeyProblem(
+            f"wrong master key: this database's data keys were wrapped by master key "
+            f"{', '.join(sorted(others))}, the configured one is {master.fingerprint}"
+        )
+    if recorded and recorded != master.fingerprint and not held:
+        raise crypto.KeyProblem(
+            f"wrong master key: this database was encrypted with master key {recorded}, "
+            f"the configured one is {master.fingerprint}"
+        )
+    if sample is not None:
+        crypto.unwrap(master, owner_of_user(sample.user_id), sample.wrapped)
+
+
+def record_master(conn: Connection, master: crypto.MasterKey | None) -> None:
+    """Remember which master key this database is encrypted with (None: it no longer is)."""
+    if master is None:
+        conn.execute(delete(state_table).where(state_table.c.name == MASTER_ID_STATE))
+        return
+    service_state.put(conn, MASTER_ID_STATE, master.fingerprint)
