@@ -24,6 +24,7 @@ from memory_bank.http.body import BodyDeadlineMiddleware, BodyLimitMiddleware, C
 from memory_bank.http.headers import SecurityHeadersMiddleware
 from memory_bank.http.hosts import AllowedHostsMiddleware
 from memory_bank.http.lifespan import AppStateMiddleware, BackgroundWorkMiddleware
+from memory_bank.http.ndjson import NDJSON, NdjsonResponseValidator
 from memory_bank.http.paths import CanonicalPathMiddleware, route_table
 from memory_bank.http.urls import allowed_hosts
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
@@ -97,6 +98,10 @@ def create_app(
             "parameter": NamingParameterValidator,
             # Connexion's body validators, with JSON checked by a compiled schema first.
             "body": MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": CompiledJSONBodyValidator}),
+            # The export's lines, each checked (validate_responses, on in tests).
+            "response": MediaTypeDict(
+                {**VALIDATOR_MAP["response"], NDJSON: NdjsonResponseValidator}
+            ),
         },
         jsonifier=Jsonifier(json),
         validate_responses=settings.validate_responses,

@@ -3,6 +3,7 @@ returns the text; moved ciphertext fails closed; a wrong or missing master key s
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import string
@@ -95,6 +96,8 @@ def test_a_unique_word_is_nowhere_in_the_database_yet_every_read_returns_it(
     drafts = service.client.get("/v1/memory/drafts", headers=headers).json()["drafts"]
     assert [d["id"] for d in drafts] == [made["draft"]] and word in drafts[0]["content"]
     assert word in drafts[0]["contexts"][0]["snippet"]
+    exported = service.client.get("/v1/memory/export", headers=headers)
+    assert exported.status_code == 200 and json.loads(exported.text.splitlines()[1]) == got
     # ...and the database's bytes hold neither the word nor its stem (the index term).
     raw = database_bytes(service.engine, database_url)
     assert made["memory"].encode() in raw  # the scan does see the rows

@@ -78,12 +78,16 @@ def insert_memory(
     memory_id: str | None = None,
     created_at: datetime | None = None,
     commit: bool = False,
+    updated_at: datetime | None = None,
+    context_ids: Sequence[str] | None = None,
+    context_times: Sequence[datetime] | None = None,
 ) -> MemoryRow:
     """Write a memory, its contexts and its index postings in the caller's transaction.
 
     commit=True, for a caller whose transaction ends with this write: on MySQL/MariaDB the
     COMMIT then travels in the same round trip as the writes (batch.execute); elsewhere the
-    caller's transaction commits as usual.
+    caller's transaction commits as usual. updated_at and the contexts' ids and times are
+    given only when restoring an export (users import).
     """
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
@@ -99,18 +103,18 @@ def insert_memory(
         "source": owner.source,
         "scope": "user",
         "created_at": now,
-        "updated_at": now,
+        "updated_at": updated_at or now,
     }
     shown = [
         {
-            "id": new_id("mctx"),
+            "id": context_ids[pos] if context_ids else new_id("mctx"),
             "snippet": ctx.snippet,
             "conversation_id": ctx.conversation_id,
             "message_id": ctx.message_id,
             "origin": ctx.origin,
-            "created_at": now,
+            "created_at": context_times[pos] if context_times else now,
         }
-        for ctx in contexts
+        for pos, ctx in enumerate(contexts)
     ]
     rows = [
         {
@@ -143,7 +147,7 @@ def insert_memory(
         source=owner.source,
         scope="user",
         created_at=now,
-        updated_at=now,
+        updated_at=updated_at or now,
         contexts=shown,
     )
 
