@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from memory_bank.cli.common import CliError
+from tqdm import tqdm
+
+from memory_bank.cli.common import EXIT_MASTER_KEY, CliError, open_database
+from memory_bank.domain import encryption
 from memory_bank.settings import PREFIX, Settings
-from memory_bank.store import crypto
+from memory_bank.store import crypto, owner_keys
+from memory_bank.store.engine import reading
 
 DEFAULT_KEY_FILE = "~/.config/memory-bank/master.key"
 
@@ -31,6 +36,56 @@ def cmd_init(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_rotate(args: argparse.Namespace, settings: Settings) -> int:
+    """Re-wrap every data key under a new master key; resumable."""
+    engine = open_database(settings, with_keys=False)
+    old = owner_keys.load_master(settings)
+    if old is None:
+        raise CliError(f"set {PREFIX}MASTER_KEY_FILE to the current (old) master key")
+    new = crypto.read_master_key_file(args.new_key_file)
+    if new.fingerprint == old.fingerprint:
+        raise CliError("the new master key is the current one")
+    with reading(engine) as conn:
+        # owners(master_id=X): the keys not wrapped by X.
+        neither = set(owner_keys.owners(conn, master_id=new.fingerprint)) & set(
+            owner_keys.owners(conn, master_id=old.fingerprint)
+        )
+    if neither:
+        raise CliError(
+            f"{len(neither)} data key(s) are wrapped by neither key: is "
+            f"{PREFIX}MASTER_KEY_FILE the current master key?",
+            EXIT_MASTER_KEY,
+        )
+    todo = encryption.pending_rotation(engine, new)
+    with tqdm(total=todo, unit="key", disable=args.quiet, file=sys.stderr) as bar:
+        done = encryption.rotate_master(engine, old, new, bar.update)
+    print(f"re-wrapped {done} data key(s) under master key {new.fingerprint}")
+    print(f"now restart the service with {PREFIX}MASTER_KEY_FILE={args.new_key_file}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
+    """Seal every plain row (or, reversed, open every sealed one); resumable, online."""
+    reverse = args.reverse or args.crypto_command == "decrypt-existing"
+    engine = open_database(settings)
+    if owner_keys.keyring_of(engine) is None:
+        raise CliError(f"set {PREFIX}MASTER_KEY_FILE: converting needs the master key")
+    total = encryption.total_rows(engine)
+    with tqdm(total=total, unit="row", disable=args.quiet, file=sys.stderr) as bar:
+        unfinished = encryption.convert(
+            engine, to_sealed=not reverse, batch=args.batch, pause=args.pause, progress=bar.update
+        )
+    if unfinished:
+        print(f"{len(unfinished)} user(s) still have rows to convert: run again", file=sys.stderr)
+        return 1
+    if reverse:
+        print("every row is plain again and no data key is left;")
+        print(f"restart the service without {PREFIX}MASTER_KEY_FILE / {PREFIX}MASTER_KEY")
+    else:
+        print("every row is encrypted")
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add `crypto init|rotate-master|encrypt-existing|decrypt-existing`."""
     parser = sub.add_parser("crypto", help="encryption at rest: master key and conversions")
@@ -38,3 +93,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     init = crypto_sub.add_parser("init", help="write a new master key file (0600)")
     init.add_argument("--out", help=f"where to write it (default {DEFAULT_KEY_FILE})")
     init.set_defaults(func=cmd_init)
+    rotate = crypto_sub.add_parser(
+        "rotate-master", help="re-wrap every data key under a new master key (resumable)"
+    )
+    rotate.add_argument("--new-key-file", required=True, help="the new key (crypto init --out)")
+    rotate.add_argument("--quiet", action="store_true", help="no progress bar")
+    rotate.set_defaults(func=cmd_rotate)
+    for name, text in (
+        ("encrypt-existing", "encrypt every plain row, online, in batches (resumable)"),
+        ("decrypt-existing", "decrypt every row and drop the data keys (recovery; stop serving)"),
+    ):
+        convert = crypto_sub.add_parser(name, help=text)
+        convert.add_argument("--batch", type=int, default=encryption.BATCH, help="rows per batch")
+        convert.add_argument(
+            "--pause", type=float, default=0.0, help="seconds to wait between batches"
+        )
+        convert.add_argument("--quiet", action="store_true", help="no progress bar")
+        if name == "encrypt-existing":
+            convert.add_argument(
+                "--reverse", action="store_true", help="the same as decrypt-existing"
+            )
+        convert.set_defaults(func=cmd_convert, reverse=False)

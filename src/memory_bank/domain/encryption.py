@@ -1,0 +1,136 @@
+"""Key operations over a whole deployment: seal what is plain, open what is sealed, re-wrap
+every data key under a new master key. Each step is its own transaction and every run resumes."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from functools import partial
+
+from sqlalchemy import Connection, Engine
+
+from memory_bank.search.document import postings_of
+from memory_bank.store import conversion, crypto, owner_keys
+from memory_bank.store.engine import reading, writing
+
+log = logging.getLogger("memory_bank.crypto")
+BATCH = 200
+Progress = Callable[[int], None]
+
+
+def total_rows(engine: Engine) -> int:
+    """Memories and drafts to look at (for a progress bar)."""
+    with reading(engine) as conn:
+        return conversion.count_rows(conn)
+
+
+def _begin(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
+    """Mark the user MIXED (making their key when sealing); False when nothing is to do."""
+    if to_sealed:
+        seal = owner_keys.sealer(conn, user_id, create=True)
+        done = getattr(seal, "state", None) == owner_keys.SEALED
+        if done and conversion.left_to_convert(conn, user_id, to_sealed=True) == 0:
+            return False
+    owner_keys.set_state(conn, user_id, owner_keys.MIXED)
+    return True
+
+
+def _batch(
+    conn: Connection, user_id: str, after: str, size: int, *, drafts: bool, to_sealed: bool
+) -> tuple[list[str], int]:
+    """One batch of the user's memories (or drafts), converted."""
+    seal = owner_keys.sealer(conn, user_id)
+    if drafts:
+        return conversion.convert_drafts(conn, user_id, seal, after, size, to_sealed=to_sealed)
+    return conversion.convert_memories(
+        conn, user_id, seal, after, size, to_sealed=to_sealed, index_of=postings_of
+    )
+
+
+def _finish(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
+    """Seal the user's state (or drop their key) once no row is left; False if some are."""
+    if conversion.left_to_convert(conn, user_id, to_sealed=to_sealed):
+        return False
+    if to_sealed:
+        owner_keys.set_state(conn, user_id, owner_keys.SEALED)
+    else:
+        owner_keys.destroy(conn, user_id)
+    return True
+
+
+def convert(
+    engine: Engine,
+    *,
+    to_sealed: bool,
+    batch: int = BATCH,
+    pause: float = 0.0,
+    progress: Progress | None = None,
+) -> list[str]:
+    """Seal every plain row (to_sealed) or open every sealed one, user by user, in batches of
+    one transaction; returns the users whose rows could not all be converted."""
+    if owner_keys.keyring_of(engine) is None:
+        raise crypto.KeyProblem("a master key is needed (MEMORY_BANK_MASTER_KEY_FILE)")
+    with reading(engine) as conn:
+        users = conversion.users_with_rows(conn) if to_sealed else owner_keys.owners(conn)
+    unfinished = []
+    for user_id in users:
+        if not writing(engine, partial(_begin, user_id=user_id, to_sealed=to_sealed)):
+            continue
+        for drafts in (False, True):
+            after = ""
+            while True:
+                ids, _changed = writing(
+                    engine,
+                    partial(
+                        _batch,
+                        user_id=user_id,
+                        after=after,
+                        size=batch,
+                        drafts=drafts,
+                        to_sealed=to_sealed,
+                    ),
+                )
+                if not ids:
+                    break
+                after = ids[-1]
+                if progress is not None:
+                    progress(len(ids))
+                if pause:
+                    # Leaves the database to the live service between batches.
+                    time.sleep(pause)
+        if not writing(engine, partial(_finish, user_id=user_id, to_sealed=to_sealed)):
+            log.warning("user %s still has rows to convert: run again", user_id)
+            unfinished.append(user_id)
+    if not to_sealed and not unfinished:
+        with engine.begin() as conn:
+            if not owner_keys.owners(conn):
+                owner_keys.record_master(conn, None)
+    return unfinished
+
+
+def rotate_master(
+    engine: Engine,
+    old: crypto.MasterKey,
+    new: crypto.MasterKey,
+    progress: Progress | None = None,
+) -> int:
+    """Re-wrap every data key not yet under the new master key, one owner per transaction;
+    memory rows are untouched. Returns how many were re-wrapped."""
+    with reading(engine) as conn:
+        todo = owner_keys.owners(conn, master_id=new.fingerprint)
+    done = 0
+    for user_id in todo:
+        if writing(engine, partial(owner_keys.rewrap, user_id=user_id, old=old, new=new)):
+            done += 1
+        if progress is not None:
+            progress(1)
+    with engine.begin() as conn:
+        owner_keys.record_master(conn, new)
+    return done
+
+
+def pending_rotation(engine: Engine, new: crypto.MasterKey) -> int:
+    """How many data keys are not yet wrapped by the new master key."""
+    with reading(engine) as conn:
+        return len(owner_keys.owners(conn, master_id=new.fingerprint))
