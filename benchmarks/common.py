@@ -140,12 +140,18 @@ def start_server(
 
 
 @contextlib.contextmanager
-def serve(database_url: str, workers: int = 1) -> Iterator[Server]:
+def serve(
+    database_url: str, workers: int = 1, env: dict[str, str] | None = None
+) -> Iterator[Server]:
     """A server for timing until the block ends: no response validation, no rate limit."""
     server = start_server(
         database_url,
         workers,
-        env={"MEMORY_BANK_VALIDATE_RESPONSES": "false", "MEMORY_BANK_RATE_LIMIT_PER_MINUTE": "0"},
+        env={
+            "MEMORY_BANK_VALIDATE_RESPONSES": "false",
+            "MEMORY_BANK_RATE_LIMIT_PER_MINUTE": "0",
+            **(env or {}),
+        },
     )
     try:
         yield server

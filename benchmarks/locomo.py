@@ -9,9 +9,11 @@ change to the previous) and prints the recall@10 each one reaches.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
+import secrets
 import sys
 import tempfile
 import time
@@ -166,12 +168,15 @@ def evaluate(convs: list[Conversation], search: Search) -> Scores:
 # --- ours, over HTTP ---------------------------------------------------------------------------
 
 
-def run_http(convs: list[Conversation], database_url: str) -> tuple[Scores, float]:
+def run_http(
+    convs: list[Conversation], database_url: str, env: dict[str, str] | None = None
+) -> tuple[Scores, float]:
     """Save every turn through POST /v1/memory and search through GET /v1/memory/search."""
     keys = {c.sample_id: common.make_key(database_url, f"locomo-{c.sample_id}") for c in convs}
     by_id: dict[str, str] = {}
     latencies: list[float] = []
-    with common.serve(database_url) as server, httpx.Client(base_url=server.base_url) as client:
+    serving = common.serve(database_url, env=env)
+    with serving as server, httpx.Client(base_url=server.base_url) as client:
         for conv in convs:
             headers = {"Authorization": f"Bearer {keys[conv.sample_id]}"}
             for turn in conv.turns:
@@ -370,6 +375,11 @@ def print_table(ours: Scores, v0: Scores | None) -> None:
     print(f"{v0.overall()[0]:>10.3f}{v0.overall()[1]:>10.3f}" if v0 else "")
 
 
+def _new_master_key() -> str:
+    """A random master key in its setting's form."""
+    return base64.b64encode(secrets.token_bytes(32)).decode()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -384,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         "--engine", choices=["sqlite", "mariadb"], default="sqlite", help="our server's database"
     )
     parser.add_argument("--no-v0", action="store_true", help="skip OpenWork v0's FULLTEXT")
+    parser.add_argument(
+        "--encrypted", action="store_true", help="our server with encryption at rest on"
+    )
     parser.add_argument("--ablation", action="store_true", help="print the ablation table")
     args = parser.parse_args(argv)
     if not args.data.exists():
@@ -403,10 +416,13 @@ def main(argv: list[str] | None = None) -> int:
             url = f"sqlite:///{tmp}/locomo.db"
         else:
             url = common.create_database("mb_bench_locomo", drop=True)
-        ours, p50 = run_http(convs, url)
+        # A throw-away master key: the same figures must come out (docs/security.md).
+        env = {"MEMORY_BANK_MASTER_KEY": _new_master_key()} if args.encrypted else None
+        ours, p50 = run_http(convs, url, env)
     v0 = None if args.no_v0 else run_v0(convs)
     print(
-        f"ours: memory-bank over HTTP on {args.engine} (search p50 {p50:.1f} ms); "
+        f"ours: memory-bank over HTTP on {args.engine}"
+        f"{', encrypted at rest' if args.encrypted else ''} (search p50 {p50:.1f} ms); "
         "v0: MariaDB FULLTEXT natural-language mode filtered by user"
     )
     print_table(ours, v0)

@@ -6,6 +6,7 @@ import importlib
 import json
 import logging
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,12 @@ def create_app(
     settings = settings or Settings.from_env()
     logging.basicConfig(level=settings.log_level.upper())
     engine = make_engine(settings.database_url.reveal(), settings.db_pool_size)
-    if run_migrations:
-        prepare(engine)
     # A wrong or missing master key stops here (crypto.KeyProblem), before anything is served.
-    owner_keys.open_keyring(engine, settings)
+    keys = partial(owner_keys.open_keyring, settings=settings)
+    if run_migrations:
+        prepare(engine, keys)
+    else:
+        keys(engine)
     spec = load_spec(spec_file)
     state = AppState(
         settings=settings,

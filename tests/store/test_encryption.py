@@ -14,7 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from memory_bank.app import create_app
-from memory_bank.store import crypto
+from memory_bank.domain.reindex import STATE_NAME
+from memory_bank.store import crypto, service_state
 from memory_bank.store.schema import memory, memory_context, memory_term, owner_key
 
 REVIEWER = ("mcp:read", "mcp:write", "memory:review")
@@ -231,3 +232,21 @@ def test_owner_keys_are_stored_only_wrapped(make_service):
 def database_bytes_of_row(row: sa.Row) -> bytes:
     """A row's values as bytes."""
     return repr(tuple(row)).encode()
+
+
+def test_a_rebuild_at_start_reads_sealed_rows_and_writes_hashed_terms(make_service):
+    key = new_key()
+    service = make_service(master_key=key)
+    headers = service.auth()
+    saved = service.client.post(
+        "/v1/memory", json={"content": "The lighthouse keeper", "tags": ["coast"]}, headers=headers
+    ).json()["memory"]
+    with service.engine.begin() as conn:
+        conn.execute(sa.delete(memory_term))
+        service_state.put(conn, STATE_NAME, "an older analyzer")
+    restarted = make_service(master_key=key)  # rebuilds the index under the migration lock
+    with restarted.engine.connect() as conn:
+        terms = list(conn.execute(sa.select(memory_term.c.term)).scalars())
+    assert terms and all(t.startswith(crypto.HASHED_TERM_PREFIX) for t in terms)
+    found = restarted.client.get("/v1/memory/search", params={"q": "coast"}, headers=headers)
+    assert [m["id"] for m in found.json()["results"]] == [saved["id"]]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
@@ -41,13 +43,14 @@ def open_database(
     (with_keys); a clear error when unreachable or when the key is wrong or missing."""
     try:
         engine = make_engine(settings.database_url.reveal(), pool_size=2)
+        keys = partial(owner_keys.open_keyring, settings=settings) if with_keys else None
         if run_migrations:
-            prepare(engine)
+            prepare(engine, keys)
         else:
             with engine.connect():
                 pass
-        if with_keys:
-            owner_keys.open_keyring(engine, settings)
+            if keys is not None:
+                keys(engine)
     except KeyProblem as exc:
         raise CliError(f"cannot start: {exc}", EXIT_MASTER_KEY) from None
     except DBAPIError as exc:

@@ -19,13 +19,21 @@ STATE_NAME = "search_index_version"
 BATCH = 500
 
 
-def prepare(engine: Engine) -> str:
+def prepare(engine: Engine, keys: Callable[[Engine], object] | None = None) -> str:
     """Migrate the schema, then rebuild the index if an older analyzer made it; the revision.
 
     Postings made by an older analyzer would silently miss matches, so they are rebuilt under
     the migration lock, by exactly one of the processes starting (see docs/search.md).
+    keys(engine) checks and installs the master key first (store/owner_keys.open_keyring), so
+    a rebuild reads sealed rows and writes hashed terms.
     """
-    return migrate(engine, then=ensure_current)
+
+    def then(ready: Engine) -> None:
+        if keys is not None:
+            keys(ready)
+        ensure_current(ready)
+
+    return migrate(engine, then=then)
 
 
 def stored_version(engine: Engine) -> str | None:
