@@ -124,3 +124,24 @@ def test_erase_asks_first_without_yes(sealed, capsys, monkeypatch):
     assert main(["users", "erase", "alice"]) == 2
     assert "--yes" in capsys.readouterr().err
     assert rows_of(sealed.engine, "alice")["memory"] == 1
+
+
+def test_export_and_import_keep_text_with_unicode_line_separators(sealed, capsys, tmp_path):
+    # json.dumps leaves U+2028 raw; a reader splitting on every Unicode line break would cut
+    # the line inside the string. ndjson lines end at "\n" only, on both sides.
+    odd = "first\u2028second\u2029third\x85fourth\x1cfifth"
+    headers = sealed.auth("alice")
+    saved = sealed.client.post("/v1/memory", json={"content": odd}, headers=headers)
+    assert saved.status_code == 201
+    exported = sealed.client.get("/v1/memory/export", headers=headers)
+    assert exported.status_code == 200
+    assert json.loads(exported.text.split("\n")[1])["content"] == odd
+    assert main(["users", "export", "alice"]) == 0
+    dump = tmp_path / "odd.jsonl"
+    dump.write_text(capsys.readouterr().out, encoding="utf-8")
+    assert main(["users", "import", "zed", str(dump), "--quiet"]) == 1  # the id is alice's
+    assert "belongs to another user" in capsys.readouterr().err
+    assert main(["users", "erase", "alice", "--yes"]) == 0
+    assert main(["users", "import", "alice", str(dump), "--quiet"]) == 0
+    got = sealed.client.get("/v1/memory", headers=sealed.auth("alice")).json()["memories"]
+    assert [m["content"] for m in got] == [odd]

@@ -18,7 +18,8 @@ class NdjsonResponseValidator(JSONResponseBodyValidator):
     def _parse(self, stream: Generator[bytes, None, None]) -> Any:
         text = b"".join(stream).decode(self._encoding)
         try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            # Lines end at "\n" only: U+2028 and friends may sit raw inside a JSON string.
+            return [json.loads(line) for line in text.split("\n") if line.strip()]
         except json.JSONDecodeError as exc:
             raise NonConformingResponseBody(f"a line is not JSON: {exc}") from None
 
