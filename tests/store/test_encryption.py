@@ -250,3 +250,13 @@ def test_a_rebuild_at_start_reads_sealed_rows_and_writes_hashed_terms(make_servi
     assert terms and all(t.startswith(crypto.HASHED_TERM_PREFIX) for t in terms)
     found = restarted.client.get("/v1/memory/search", params={"q": "coast"}, headers=headers)
     assert [m["id"] for m in found.json()["results"]] == [saved["id"]]
+
+
+def test_a_process_without_the_key_refuses_sealed_rows_instead_of_showing_them(make_service):
+    # A server started before the deployment was encrypted keeps running without the key.
+    plain = make_service()
+    headers = plain.auth()
+    sealed = make_service(master_key=new_key())
+    mid = sealed.client.post("/v1/memory", json={"content": "sealed one"}, headers=headers)
+    mid = mid.json()["memory"]["id"]
+    _unreadable(plain.client.get(f"/v1/memory/{mid}", headers=headers), "mbe1:")

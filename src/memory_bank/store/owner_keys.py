@@ -60,7 +60,14 @@ class Sealer:
         return None if text is None else self.seal(column, row_id, text)
 
     def open(self, column: str, row_id: str, value: str) -> str:
-        """A field's text from its stored form."""
+        """A field's text from its stored form; a sealed one is refused (no key here)."""
+        if crypto.is_sealed(value):
+            # A process without the master key (started before encrypt-existing, say) must not
+            # show ciphertext as if it were the memory.
+            log.error("a sealed %s of %s, and no master key in this process", column, row_id)
+            raise StoredDataUnreadable(
+                "A stored memory could not be read; the operator has been told."
+            )
         return value
 
     def open_opt(self, column: str, row_id: str, value: str | None) -> str | None:
