@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from live_server import free_port, start_server, stop_server
 from memory_bank.cli import main
@@ -70,3 +71,20 @@ def test_serve_refuses_a_wrong_or_missing_master_key(database_url, tmp_path):
         assert proc.returncode == 4, proc.stderr
         assert says in proc.stderr and "cannot start" in proc.stderr
         assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_a_worker_started_with_a_wrong_key_exits_with_a_message(database_url, monkeypatch, capsys):
+    # What uvicorn runs in each worker: a refusal is exit code 4, not a traceback per request.
+    from memory_bank.app import create_app
+    from memory_bank.asgi import app_factory
+    from memory_bank.settings import Settings
+    from memory_bank.state import dispose, state_of
+
+    key = crypto.encode_master_key(crypto.new_master_key())
+    dispose(state_of(create_app(Settings(database_url=database_url, master_key=key))))
+    monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMORY_BANK_MASTER_KEY", crypto.encode_master_key(crypto.new_master_key()))
+    with pytest.raises(SystemExit) as stopped:
+        app_factory()
+    assert stopped.value.code == 4
+    assert "cannot start: wrong master key" in capsys.readouterr().err
