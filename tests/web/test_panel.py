@@ -25,7 +25,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 UNDO_MS = 700  # the tests' undo window; the panel's default stays 5 s
 WAIT = 20  # seconds a condition may take on a busy machine (a ceiling, not a measurement)
 AGENT = ("mcp:read", "mcp:write")
-ALL = keys.ALL_SCOPES
+ALL = keys.PERSONAL_SCOPES
 SHOTS = os.environ.get("MEMORY_BANK_SCREENSHOTS")  # a directory: save screenshots there
 
 

@@ -7,12 +7,12 @@ import sys
 from collections.abc import Sequence
 
 from memory_bank import __version__
-from memory_bank.cli import drafts, keys, mcp, migrate, panel, reindex, serve, users
+from memory_bank.cli import drafts, keys, mcp, migrate, orgs, panel, reindex, serve, users
 from memory_bank.cli.common import EXIT_USAGE, CliError
 from memory_bank.settings import PREFIX, Settings, documented
 
 # Subcommands in the order `memory-bank --help` lists them.
-COMMANDS = (serve, migrate, keys, mcp, reindex, panel, users, drafts)
+COMMANDS = (serve, migrate, keys, orgs, mcp, reindex, panel, users, drafts)
 
 
 def build_parser() -> argparse.ArgumentParser:

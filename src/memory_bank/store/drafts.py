@@ -1,4 +1,5 @@
-"""Owner-scoped queries on drafts and their audit trail; every statement filters by user_id."""
+"""Owner-scoped queries on drafts and their audit trail; every statement filters by user_id
+(the owner key: a user, or an org's key for org drafts)."""
 
 from __future__ import annotations
 
@@ -36,10 +37,11 @@ class DraftRow:
     created_by_key: str
     created_at: datetime
     expires_at: datetime
+    created_by: str | None = None
 
     def owner(self) -> Owner:
-        """The owner a confirmed memory gets: the draft's user and original source."""
-        return Owner(self.user_id, self.org_id, self.source)
+        """The owner a confirmed memory gets: the draft's owner, creator and original source."""
+        return Owner(self.user_id, self.org_id, self.source, self.created_by)
 
     def new_contexts(self) -> list[NewContext]:
         """The draft's contexts in the form a memory is written from."""
@@ -94,6 +96,7 @@ def insert_draft(
         created_by_key=actor.key_id or "",
         created_at=now,
         expires_at=expires_at,
+        created_by=owner.created_by,
     )
     conn.execute(
         insert(memory_draft).values(
@@ -107,6 +110,7 @@ def insert_draft(
             created_by_key=row.created_by_key,
             created_at=now,
             expires_at=expires_at,
+            created_by=row.created_by,
         )
     )
     audit(conn, row.user_id, row.id, CREATED, actor, now)
@@ -225,4 +229,5 @@ def _row(r: Any) -> DraftRow:
         created_by_key=r.created_by_key,
         created_at=r.created_at,
         expires_at=r.expires_at,
+        created_by=r.created_by,
     )
