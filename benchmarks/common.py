@@ -184,8 +184,9 @@ class LeanClient:
         self._conn.close()
 
 
-def make_key(database_url: str, user: str) -> str:
-    """A read/write API key for a user, minted straight in the database."""
+def make_key(database_url: str, user: str, org: str | None = None) -> str:
+    """A read/write API key for a user (with org:write in its org, if any), minted straight in
+    the database."""
     from memory_bank.store import keys
     from memory_bank.store.engine import make_engine, writing
     from memory_bank.store.migrate import migrate
@@ -194,7 +195,13 @@ def make_key(database_url: str, user: str) -> str:
     migrate(engine)
     secret, _ = writing(
         engine,
-        lambda conn: keys.create_key(conn, user, ("mcp:read", "mcp:write"), "benchmark", None),
+        lambda conn: keys.create_key(
+            conn,
+            user,
+            ("mcp:read", "mcp:write", "org:write") if org else ("mcp:read", "mcp:write"),
+            "benchmark",
+            org,
+        ),
     )
     engine.dispose()
     return str(secret)

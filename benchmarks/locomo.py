@@ -169,18 +169,32 @@ def evaluate(convs: list[Conversation], search: Search) -> Scores:
 
 
 def run_http(
-    convs: list[Conversation], database_url: str, env: dict[str, str] | None = None
+    convs: list[Conversation],
+    database_url: str,
+    org_half: bool = False,
+    env: dict[str, str] | None = None,
 ) -> tuple[Scores, float]:
-    """Save every turn through POST /v1/memory and search through GET /v1/memory/search."""
-    keys = {c.sample_id: common.make_key(database_url, f"locomo-{c.sample_id}") for c in convs}
+    """Save every turn through POST /v1/memory and search through GET /v1/memory/search.
+
+    org_half: each conversation's user belongs to an org of its own, and every other turn is
+    saved to the org (`"scope": "org"`), so each search merges the user's and the org's index.
+    env: extra settings for the server (a master key for --encrypted).
+    """
+    keys = {
+        c.sample_id: common.make_key(
+            database_url, f"locomo-{c.sample_id}", f"org-{c.sample_id}" if org_half else None
+        )
+        for c in convs
+    }
     by_id: dict[str, str] = {}
     latencies: list[float] = []
     serving = common.serve(database_url, env=env)
     with serving as server, httpx.Client(base_url=server.base_url) as client:
         for conv in convs:
             headers = {"Authorization": f"Bearer {keys[conv.sample_id]}"}
-            for turn in conv.turns:
-                r = client.post("/v1/memory", json=turn.body, headers=headers)
+            for i, turn in enumerate(conv.turns):
+                body = {**turn.body, "scope": "org"} if org_half and i % 2 else turn.body
+                r = client.post("/v1/memory", json=body, headers=headers)
                 r.raise_for_status()
                 by_id[r.json()["memory"]["id"]] = turn.dia_id
 
@@ -375,6 +389,26 @@ def print_table(ours: Scores, v0: Scores | None) -> None:
     print(f"{v0.overall()[0]:>10.3f}{v0.overall()[1]:>10.3f}" if v0 else "")
 
 
+def org_half(convs: list[Conversation], engine: str) -> int:
+    """Recall@10 with everything personal vs half of each conversation saved to an org."""
+    print(f"machine speed probe: {common.machine_speed():.0f} ms")
+    results = {}
+    for name, split in (("all personal", False), ("half in the org", True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            if engine == "sqlite":
+                url = f"sqlite:///{tmp}/locomo.db"
+            else:
+                url = common.create_database(f"mb_bench_locomo_org{int(split)}", drop=True)
+            results[name] = run_http(convs, url, org_half=split)
+    print(f"{'memories':<18}{'R@10':>8}{'H@10':>8}{'search p50 ms':>15}")
+    for name, (scores, p50) in results.items():
+        recall, hit = scores.overall()
+        print(f"{name:<18}{recall:>8.3f}{hit:>8.3f}{p50:>15.1f}")
+    gap = results["all personal"][0].overall()[0] - results["half in the org"][0].overall()[0]
+    print(f"recall@10 difference: {gap:+.4f} (within 0.01: {abs(gap) <= 0.01})")
+    return 0
+
+
 def _new_master_key() -> str:
     """A random master key in its setting's form."""
     return base64.b64encode(secrets.token_bytes(32)).decode()
@@ -398,6 +432,11 @@ def main(argv: list[str] | None = None) -> int:
         "--encrypted", action="store_true", help="our server with encryption at rest on"
     )
     parser.add_argument("--ablation", action="store_true", help="print the ablation table")
+    parser.add_argument(
+        "--org-half",
+        action="store_true",
+        help="save every other turn to the user's org and compare with all personal",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"dataset not found: {args.data} (use --data or MEMORY_BANK_LOCOMO)")
@@ -411,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(len(c.turns) for c in convs)} memories, "
         f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)"
     )
+    if args.org_half:
+        return org_half(convs, args.engine)
     with tempfile.TemporaryDirectory() as tmp:
         if args.engine == "sqlite":
             url = f"sqlite:///{tmp}/locomo.db"
@@ -418,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             url = common.create_database("mb_bench_locomo", drop=True)
         # A throw-away master key: the same figures must come out (docs/security.md).
         env = {"MEMORY_BANK_MASTER_KEY": _new_master_key()} if args.encrypted else None
-        ours, p50 = run_http(convs, url, env)
+        ours, p50 = run_http(convs, url, env=env)
     v0 = None if args.no_v0 else run_v0(convs)
     print(
         f"ours: memory-bank over HTTP on {args.engine}"

@@ -133,17 +133,25 @@ def test_scope_and_source_come_from_the_key(service):
     headers = service.auth("alice", source="claude-desktop", org="acme")
     r = service.client.post(
         "/v1/memory",
-        json={"content": "Prefers dark mode", "scope": "org", "source": "forged"},
+        json={"content": "Prefers dark mode", "scope": "user", "source": "forged"},
         headers=headers,
     )
     assert r.status_code == 201
     assert r.json()["memory"]["scope"] == "user"
     assert r.json()["memory"]["source"] == "claude-desktop"
-    for scope in ("org", "team", "global", ""):
+    # Without org:write, "org" is refused, never quietly stored as personal; other values are
+    # not scopes at all.
+    r = service.client.post(
+        "/v1/memory", json={"content": "scope org", "scope": "org"}, headers=headers
+    )
+    assert_problem(r, 403, "org_scope_forbidden")
+    for scope in ("team", "global", ""):
         r = service.client.post(
             "/v1/memory", json={"content": f"scope {scope}", "scope": scope}, headers=headers
         )
-        assert r.json()["memory"]["scope"] == "user"
+        assert_problem(r, 400, "invalid_request")
+    listed = service.client.get("/v1/memory", headers=headers).json()["memories"]
+    assert [m["content"] for m in listed] == ["Prefers dark mode"]
 
 
 def test_headers_cannot_change_the_user(service):

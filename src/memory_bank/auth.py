@@ -8,7 +8,7 @@ from sqlalchemy import Connection
 
 from memory_bank.errors import InsufficientScope, Unauthorized
 from memory_bank.ids import utcnow
-from memory_bank.store import keys
+from memory_bank.store import keys, owners
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ def principal_of(record: keys.KeyRecord | None) -> Principal:
         raise Unauthorized.invalid_token("The API key is not valid.")
     if not record.usable(utcnow()):
         raise Unauthorized.invalid_token("The API key is revoked or expired.")
+    if owners.is_org(record.user_id):
+        # Keys are not issued to org owner keys; one stored by hand must not read an org's rows.
+        raise Unauthorized.invalid_token("The API key is not valid.")
     return Principal(
         user_id=record.user_id,
         org_id=record.org_id,

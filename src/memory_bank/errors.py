@@ -152,6 +152,12 @@ class OriginNotAllowed(Forbidden):
     code = "origin_not_allowed"
 
 
+class OrgScopeForbidden(Forbidden):
+    """A save to the organisation by a key without an org or without org:write."""
+
+    code = "org_scope_forbidden"
+
+
 class MemoryDisabledForUser(Forbidden):
     """The operator switched memory off for this user."""
 

@@ -46,16 +46,17 @@ def test_post_memory_returns_the_memory_with_location(service):
     assert got.json()["memory"] == mem
 
 
-def test_scope_and_source_in_body_are_overridden(service):
+def test_source_in_body_is_overridden_and_scope_user_stays_personal(service):
     headers = service.auth(source="vscode")
     r = service.client.post(
         "/v1/memory",
-        json={"content": "Prefers tabs", "scope": "org", "source": "evil"},
+        json={"content": "Prefers tabs", "scope": "user", "source": "evil"},
         headers=headers,
     )
     assert r.status_code == 201
     assert r.json()["memory"]["scope"] == "user"
     assert r.json()["memory"]["source"] == "vscode"
+    assert "created_by" not in r.json()["memory"]
 
 
 def test_search_ranks_and_scores(service):

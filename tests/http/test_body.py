@@ -26,7 +26,9 @@ def test_a_body_that_stops_arriving_is_a_408_and_the_connection_closes(tmp_path)
     server = start_server(url, {"MEMORY_BANK_BODY_TIMEOUT_SECONDS": "2"})
     try:
         engine = make_engine(url, 1)
-        secret, _ = writing(engine, lambda c: keys.create_key(c, "alice", keys.ALL_SCOPES, "t"))
+        secret, _ = writing(
+            engine, lambda c: keys.create_key(c, "alice", keys.PERSONAL_SCOPES, "t")
+        )
         engine.dispose()
         host, port = server.base_url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=5) as sock:

@@ -48,15 +48,22 @@ def test_input_merges_path_query_body_and_keeps_limits():
     assert post["properties"]["tags"]["items"]["maxLength"] == 64
     snippet = post["properties"]["contexts"]["items"]["properties"]["snippet"]
     assert snippet["maxLength"] == 4000
-    # Ignored compatibility fields are marked x-mcp: false and are no arguments.
-    assert "scope" not in post["properties"] and "source" not in post["properties"]
+    # The ignored compatibility field is marked x-mcp: false and is no argument; scope is one,
+    # told to agents with when to share and what never to.
+    assert "source" not in post["properties"]
+    assert post["properties"]["scope"]["enum"] == ["user", "org"]
+    assert "never for secrets" in post["properties"]["scope"]["description"]
     search = tools["getMemorySearch"]
     assert search["inputSchema"]["required"] == ["q"]
     assert search["inputSchema"]["properties"]["limit"]["maximum"] == 50
     assert search["x-memory-bank"]["http"] == {
         "method": "GET",
         "path": "/v1/memory/search",
-        "arguments": {"q": {"in": "query", "name": "q"}, "limit": {"in": "query", "name": "limit"}},
+        "arguments": {
+            "q": {"in": "query", "name": "q"},
+            "limit": {"in": "query", "name": "limit"},
+            "scope": {"in": "query", "name": "scope"},
+        },
         "success": {"200": "json"},
     }
     by_id = tools["getMemoryById"]

@@ -48,6 +48,45 @@ def test_http_end_to_end(live, service):
     check_flow(live, service)
     check_tools_list_size(live, service)
     check_stdio_bridge(live, service)
+    check_org_sharing(live, service)
+
+
+def check_org_sharing(live, service):
+    """Through /mcp: a member shares with `scope`, a colleague finds it, an outsider gets the
+    missing-id answer, and a key without an org is refused, storing nothing."""
+    member = ("mcp:read", "mcp:write", "org:write")
+    alice = service.key("mcp-alice", org="mcp-acme", scopes=member)
+    bob = service.key("mcp-bob", org="mcp-acme", scopes=member)
+    carol = service.key("mcp-carol", org="mcp-globex", scopes=member)
+    dave = service.key("mcp-dave")
+
+    async def run() -> None:
+        async with mcp_client(live.base_url, alice) as client:
+            saved = await client.call_tool(
+                "postMemory", {"content": "Runbook: drain the worker first", "scope": "org"}
+            )
+            assert not saved.is_error, saved.content
+            shared = payload(saved)["memory"]
+            assert shared["scope"] == "org" and shared["created_by"] == "mcp-alice"
+        async with mcp_client(live.base_url, bob) as client:
+            found = await client.call_tool("getMemorySearch", {"q": "drain worker", "scope": "org"})
+            assert [m["id"] for m in payload(found)["results"]] == [shared["id"]]
+        async with mcp_client(live.base_url, carol) as client:
+            theirs = await client.call_tool("getMemoryById", {"id": shared["id"]})
+            ghost = await client.call_tool("getMemoryById", {"id": "mem_" + "0" * 26})
+            assert theirs.is_error and ghost.is_error
+            assert theirs.content[0].text.replace(shared["id"], "X") == ghost.content[
+                0
+            ].text.replace("mem_" + "0" * 26, "X")
+        async with mcp_client(live.base_url, dave) as client:
+            refused = await client.call_tool(
+                "postMemory", {"content": "not shared", "scope": "org"}
+            )
+            assert refused.is_error and payload(refused)["code"] == "org_scope_forbidden"
+
+    anyio.run(run)
+    mine = service.client.get("/v1/memory", headers=service.auth("mcp-dave")).json()
+    assert mine["memories"] == []
 
 
 def check_stdio_bridge(live, service):

@@ -10,5 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import common
 import load
+import org_load
 
-__all__ = ["common", "load"]
+__all__ = ["common", "load", "org_load"]

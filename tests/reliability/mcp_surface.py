@@ -57,7 +57,7 @@ def mcp_attacks(
                     base = {a: "shared words" for a in required if a not in path_args}
                     if "content" in cap.arguments:
                         base["content"] = "attacker note via mcp"
-                    for victim in ("bob", "carol"):
+                    for victim in ("bob", "carol", "org:other"):
                         for victim_id in world.ids[victim][:1]:
                             ghost = never_existed_like(victim_id)
                             for spell in SPELLINGS:

@@ -1,4 +1,5 @@
-"""Schemathesis over every operation of the spec, with good, missing and wrong credentials."""
+"""Schemathesis over every operation of the spec (the org ones included, with a key of an org),
+with good, missing and wrong credentials."""
 
 from __future__ import annotations
 
@@ -55,7 +56,10 @@ def credential(request: pytest.FixtureRequest) -> str:
 def auth_headers(service: Any, credential: str) -> dict[str, str]:
     """Headers for the credential kind under test."""
     if credential == "valid":
-        return service.auth("fuzzer", scopes=("mcp:read", "mcp:write", "memory:review"))
+        # A member and administrator of an org, so the org operations (saves with
+        # "scope": "org", the audit log, deleting org memories) run for real.
+        scopes = ("mcp:read", "mcp:write", "memory:review", "org:write", "org:admin")
+        return service.auth("fuzzer", org="fuzz-org", scopes=scopes)
     if credential == "wrong":
         return {"Authorization": "Bearer mb_" + "x" * 43}
     return {}

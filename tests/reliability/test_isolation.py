@@ -1,6 +1,7 @@
-"""Isolation attacks over every operation of the spec: other users' ids, smuggled identity
-fields, tampered cursors. Zero leaks: another user's id answers exactly like one that never
-existed. The same attacks run through every MCP tool (ATTACK_SURFACES)."""
+"""Isolation attacks over every operation of the spec: other users' and other orgs' ids,
+smuggled identity fields, tampered cursors. Zero leaks: another user's or org's id answers
+exactly like one that never existed. The same attacks run through every MCP tool
+(ATTACK_SURFACES). Owners are users and orgs ("org:acme" is acme's shared memories)."""
 
 from __future__ import annotations
 
@@ -86,9 +87,17 @@ def _deref(spec: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+ORGS = {"alice": "acme", "bob": "acme", "carol": "other", "dave": None}
+# Who saves each org's shared memories, and reads them back in the untouched-victim checks.
+ORG_MEMBER = {"org:acme": "bob", "org:other": "carol"}
+# Each attacker and the owners whose memories it must never see.
+ATTACKERS = {"alice": ("bob", "carol", "org:other"), "dave": ("alice", "org:acme")}
+
+
 @dataclass
 class World:
-    """Three users: alice and bob in org acme, carol in org other; each with memories."""
+    """Four users: alice and bob in org acme, carol in org other, dave in none; each with
+    memories, and each org with shared memories (owners "org:acme", "org:other")."""
 
     service: Any
     keys: dict[str, dict[str, str]]
@@ -97,36 +106,44 @@ class World:
     # alice's own draft, made by own_draft() when an attack needs one.
     draft: str | None = None
 
+    def reader(self, owner: str) -> dict[str, str]:
+        """Headers of a user who may read this owner's memories."""
+        return self.keys[ORG_MEMBER.get(owner, owner)]
+
     def check_no_victim_data(self, text: str, attacker: str = "alice") -> None:
-        """Nothing of another user's (words or ids) appears in what the attacker got."""
-        for user, marker in self.marker.items():
-            if user == attacker:
+        """Nothing of another owner's (words or ids) appears in what the attacker got; its own
+        org's shared memories are its to see."""
+        org = ORGS[attacker]
+        for owner, marker in self.marker.items():
+            if owner in (attacker, f"org:{org}"):
                 continue
-            assert marker not in text, f"{user}'s data leaked: {text[:300]}"
-            for mid in self.ids[user]:
-                assert mid not in text, f"{user}'s id leaked: {text[:300]}"
+            assert marker not in text, f"{owner}'s data leaked: {text[:300]}"
+            for mid in self.ids[owner]:
+                assert mid not in text, f"{owner}'s id leaked: {text[:300]}"
 
 
 def build_world(service: Any) -> World:
     """Create the users, their keys and a few memories each, with distinctive words."""
-    orgs = {"alice": "acme", "bob": "acme", "carol": "other"}
+    member = ("mcp:read", "mcp:write", "memory:review", "org:write")
     keys = {
-        user: service.auth(user, org=org, scopes=("mcp:read", "mcp:write", "memory:review"))
-        for user, org in orgs.items()
+        user: service.auth(user, org=org, scopes=member if org else member[:3])
+        for user, org in ORGS.items()
     }
     world = World(service=service, keys=keys)
-    for user in orgs:
-        world.marker[user] = f"zq{user}secret"
-        world.ids[user] = []
+    for owner in [*ORGS, *ORG_MEMBER]:
+        world.marker[owner] = f"zq{owner.replace(':', '')}secret"
+        world.ids[owner] = []
         for i in range(3):
-            body = {
-                "content": f"{world.marker[user]} note {i} shared words",
-                "tags": [f"{user}tag"],
-                "contexts": [{"snippet": f"{world.marker[user]} snippet {i}"}],
+            body: dict[str, Any] = {
+                "content": f"{world.marker[owner]} note {i} shared words",
+                "tags": [f"{owner}tag"],
+                "contexts": [{"snippet": f"{world.marker[owner]} snippet {i}"}],
             }
-            r = service.client.post("/v1/memory", json=body, headers=keys[user])
+            if owner in ORG_MEMBER:
+                body["scope"] = "org"
+            r = service.client.post("/v1/memory", json=body, headers=world.reader(owner))
             assert r.status_code == 201, r.text
-            world.ids[user].append(r.json()["memory"]["id"])
+            world.ids[owner].append(r.json()["memory"]["id"])
     return world
 
 
@@ -273,8 +290,17 @@ def _attack_injected_ids(world: World, figures: Figures, key: str, op: Operation
 
 
 def _attack_ids(world: World, figures: Figures, key: str, op: Operation) -> None:
-    """Other users' ids (same org and other org), respelled, vs never-existing ones."""
-    for victim in ("bob", "carol"):
+    """Other users' ids (same org and other org) and other orgs' (or, without an org, any
+    org's) shared ids, respelled, vs never-existing ones."""
+    for attacker, victims in ATTACKERS.items():
+        _attack_ids_as(world, figures, key, op, attacker, victims)
+
+
+def _attack_ids_as(
+    world: World, figures: Figures, key: str, op: Operation, attacker: str, victims: Any
+) -> None:
+    """_attack_ids for one attacker and its victims."""
+    for victim in victims:
         for victim_id in world.ids[victim][:2]:
             ghost = never_existed_like(victim_id)
             for (name, seg), (_, ghost_seg) in zip(
@@ -284,8 +310,8 @@ def _attack_ids(world: World, figures: Figures, key: str, op: Operation) -> None
                 body = _minimal_body(op)
                 if body is not None:
                     kwargs["json"] = body
-                theirs = _call(world, op, "alice", _fill(op, seg), **kwargs)
-                never = _call(world, op, "alice", _fill(op, ghost_seg), **kwargs)
+                theirs = _call(world, op, attacker, _fill(op, seg), **kwargs)
+                never = _call(world, op, attacker, _fill(op, ghost_seg), **kwargs)
                 figures.add(key + ".attacks")
                 assert theirs.status_code < 500, theirs.text
                 assert not 200 <= theirs.status_code < 300, f"{op.operation_id} {name}"
@@ -294,18 +320,26 @@ def _attack_ids(world: World, figures: Figures, key: str, op: Operation) -> None
                     f"from a missing one:\n{theirs.status_code} {theirs.text}\n"
                     f"{never.status_code} {never.text}"
                 )
-                assert_no_victim_data(world, theirs, "alice")
+                assert_no_victim_data(world, theirs, attacker)
     # The victims' memories are untouched, whatever was tried.
-    for victim in ("bob", "carol"):
+    for victim in victims:
         for victim_id in world.ids[victim]:
-            r = world.service.client.get(f"/v1/memory/{victim_id}", headers=world.keys[victim])
+            r = world.service.client.get(f"/v1/memory/{victim_id}", headers=world.reader(victim))
             assert r.status_code == 200, f"{op.operation_id} changed {victim}'s memory"
 
 
 def _attack_smuggling(world: World, figures: Figures, key: str, op: Operation) -> None:
     """Identity fields in the query string, body and headers change nothing."""
-    # Aim at bob's memory while claiming to be bob: still nothing.
-    path = _fill(op, world.ids["bob"][0]) if op.path_params else op.path
+    for attacker in ATTACKERS:
+        _smuggle_as(world, figures, key, op, attacker)
+
+
+def _smuggle_as(world: World, figures: Figures, key: str, op: Operation, attacker: str) -> None:
+    """_attack_smuggling for one attacker."""
+    # Aim at a victim's memory (bob's; acme's shared one for dave) while claiming to be bob or
+    # in another org: still nothing.
+    target = world.ids[ATTACKERS[attacker][0] if attacker == "alice" else "org:acme"][0]
+    path = _fill(op, target) if op.path_params else op.path
     base_query = _minimal_query(op)
     for name, value in SMUGGLED.items():
         variants: list[dict[str, Any]] = [{"params": {**base_query, name: value}}]
@@ -319,23 +353,37 @@ def _attack_smuggling(world: World, figures: Figures, key: str, op: Operation) -
         for kwargs in variants:
             if kwargs.get("json") is None:
                 kwargs.pop("json", None)
-            r = _call(world, op, "alice", path, **kwargs)
+            r = _call(world, op, attacker, path, **kwargs)
             figures.add(key + ".attacks")
             assert r.status_code < 500, r.text
-            assert_no_victim_data(world, r, "alice")
+            assert_no_victim_data(world, r, attacker)
             if op.path_params:
                 assert r.status_code in {400, 404}, f"{op.operation_id} {name}: {r.text}"
+            if (
+                op.operation_id == "postMemory"
+                and (kwargs.get("json") or {}).get("scope") == "org"
+                and ORGS[attacker] is None
+            ):
+                # "scope": "org" without an org is refused, never stored as personal.
+                assert r.status_code == 403 and r.json()["code"] == "org_scope_forbidden"
             if r.status_code == 201 and "memory" in r.json():
                 saved = r.json()["memory"]
-                assert saved["scope"] == "user" and saved["source"] == "test-suite"
-                # Saved for alice only, whatever the body claimed.
-                for victim in ("bob", "carol"):
+                assert saved["source"] == "test-suite"
+                # Saved for the attacker (or, with "scope": "org", its own org) only, whatever
+                # the body claimed: no one else sees it.
+                in_body = (kwargs.get("json") or {}).get("scope") == "org"
+                assert saved["scope"] == ("org" if in_body else "user")
+                for other in ORGS:
+                    if other == attacker or (
+                        saved["scope"] == "org" and ORGS[other] == ORGS[attacker]
+                    ):
+                        continue
                     found = world.service.client.get(
-                        f"/v1/memory/{saved['id']}", headers=world.keys[victim]
+                        f"/v1/memory/{saved['id']}", headers=world.keys[other]
                     )
                     assert found.status_code == 404
                 world.service.client.delete(
-                    f"/v1/memory/{saved['id']}", headers=world.keys["alice"]
+                    f"/v1/memory/{saved['id']}", headers=world.keys[attacker]
                 )
 
 
@@ -354,6 +402,12 @@ def _attack_cursors(world: World, figures: Figures, key: str) -> None:
     )
     tampered = {
         "other-users-cursor": bobs,
+        "org-listing-of-another-org": client.get(
+            "/v1/memory", params={"limit": 1, "scope": "org"}, headers=world.keys["carol"]
+        ).json()["next_cursor"],
+        "same-org-members-org-listing": client.get(
+            "/v1/memory", params={"limit": 1, "scope": "org"}, headers=world.keys["bob"]
+        ).json()["next_cursor"],
         "other-org-cursor": client.get(
             "/v1/memory", params={"limit": 1}, headers=world.keys["carol"]
         ).json()["next_cursor"],
@@ -365,11 +419,17 @@ def _attack_cursors(world: World, figures: Figures, key: str) -> None:
         "garbage": "not-a-cursor",
     }
     for name, value in tampered.items():
-        r = client.get("/v1/memory", params={"cursor": value}, headers=world.keys["alice"])
-        figures.add(key + ".attacks")
-        assert r.status_code == 400, f"{name}: {r.status_code} {r.text}"
-        assert r.json()["code"] in {"invalid_cursor", "invalid_request"}, name
-        assert_no_victim_data(world, r, "alice")
+        for scope in ("all", "org", "user"):
+            params = {"cursor": value, "scope": scope}
+            r = client.get("/v1/memory", params=params, headers=world.keys["alice"])
+            figures.add(key + ".attacks")
+            assert r.status_code == 400, f"{name}: {r.status_code} {r.text}"
+            assert r.json()["code"] in {"invalid_cursor", "invalid_request"}, name
+            assert_no_victim_data(world, r, "alice")
+    # Without an org, alice's cursor (whose next page would be acme's) is refused too.
+    r = client.get("/v1/memory", params={"cursor": alices}, headers=world.keys["dave"])
+    assert r.status_code == 400 and r.json()["code"] == "invalid_cursor"
+    assert_no_victim_data(world, r, "dave")
     assert normalised(
         client.get("/v1/memory", params={"cursor": bobs}, headers=world.keys["alice"])
     ) == normalised(
@@ -399,15 +459,16 @@ def test_no_operation_leaks_across_users(service, database_url, figures):
     world = build_world(service)
     for _name, surface in ATTACK_SURFACES:
         surface(world, figures, _engine(database_url))
-    # Rows and counts: search and list show alice only her own.
+    # Rows and counts: search and list show alice only her own and acme's, dave only his.
     client = service.client
-    r = client.get(
-        "/v1/memory/search", params={"q": "shared words note"}, headers=world.keys["alice"]
-    )
-    assert {m["id"] for m in r.json()["results"]} <= set(world.ids["alice"])
-    assert len(r.json()["results"]) == 3
-    r = client.get("/v1/memory", params={"limit": 100}, headers=world.keys["alice"])
-    assert [m["id"] for m in r.json()["memories"]] == sorted(world.ids["alice"], reverse=True)
+    for user, sees in (("alice", ("alice", "org:acme")), ("dave", ("dave",))):
+        mine = {mid for owner in sees for mid in world.ids[owner]}
+        r = client.get(
+            "/v1/memory/search", params={"q": "shared words note"}, headers=world.keys[user]
+        )
+        assert {m["id"] for m in r.json()["results"]} == mine
+        r = client.get("/v1/memory", params={"limit": 100}, headers=world.keys[user])
+        assert [m["id"] for m in r.json()["memories"]] == sorted(mine, reverse=True)
     figures.add(f"isolation.{_engine(database_url)}.leaks", 0)
 
 
@@ -416,20 +477,28 @@ NOT_OWNER_SCOPED = {"api_key"}
 _TABLE_REF = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+[`\"]?(\w+)[`\"]?", re.IGNORECASE)
 
 
+def shard_key(table: str) -> str:
+    """The column a table's rows are sharded by: user_id (a user's or an org's owner key), or
+    org_id for the org audit log."""
+    return "user_id" if "user_id" in metadata.tables[table].c else "org_id"
+
+
 def owner_tables() -> set[str]:
-    """Tables that hold per-user rows: every table with a user_id column."""
-    return {t.name for t in metadata.tables.values() if "user_id" in t.c} - NOT_OWNER_SCOPED
+    """Tables that hold per-owner rows: every table with a user_id or org_id column."""
+    return {
+        t.name for t in metadata.tables.values() if "user_id" in t.c or "org_id" in t.c
+    } - NOT_OWNER_SCOPED
 
 
-def statement_is_owner_scoped(sql: str) -> bool:
-    """Whether a statement on owner tables filters (or, inserting, sets) user_id."""
+def statement_is_owner_scoped(sql: str, key: str = "user_id") -> bool:
+    """Whether a statement on owner tables filters (or, inserting, sets) its shard key."""
     flat = " ".join(sql.split())
     upper = flat.upper()
     if upper.startswith("INSERT"):
         columns = flat[flat.index("(") : flat.index(")")] if "(" in flat else ""
-        return "user_id" in columns
+        return key in columns
     where = upper.find(" WHERE ")
-    return where >= 0 and "USER_ID" in upper[where:]
+    return where >= 0 and key.upper() in upper[where:]
 
 
 @pytest.mark.slow
@@ -471,11 +540,14 @@ def test_every_statement_on_memory_tables_filters_by_user(
             continue
         checked += 1
         touched |= refs
-        assert statement_is_owner_scoped(sql), f"not filtered by user_id: {sql}"
+        for table in refs:
+            key = shard_key(table)
+            assert statement_is_owner_scoped(sql, key), f"not filtered by {key}: {sql}"
     assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= touched
     assert ("owner_key" in touched) == sealed
     if sealed:
         return
+    assert "org_audit" in touched
     figures.add(f"sql.{_engine(database_url)}.statements_checked", checked)
     figures.note(f"sql.{_engine(database_url)}.tables", sorted(touched))
     json.dumps(statements)  # the capture holds plain strings only
@@ -487,4 +559,64 @@ def test_the_statement_check_catches_unscoped_sql():
     assert not statement_is_owner_scoped("INSERT INTO memory (id, content) VALUES (?, ?)")
     assert statement_is_owner_scoped("SELECT id FROM memory WHERE memory.user_id = ? AND id = ?")
     assert statement_is_owner_scoped("INSERT INTO memory_term (user_id, term) VALUES (?, ?)")
+    assert not statement_is_owner_scoped("SELECT id FROM org_audit WHERE id < ?", "org_id")
+    assert statement_is_owner_scoped("SELECT id FROM org_audit WHERE org_id = ?", "org_id")
     assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= owner_tables()
+    assert "org_audit" in owner_tables() and shard_key("org_audit") == "org_id"
+
+
+@pytest.mark.slow
+def test_statements_name_only_the_callers_owners(make_service, database_url):
+    """Every statement made for a caller binds only the caller's own shard keys: a user without
+    an org never names an org, and an org's member never names another org."""
+    service = make_service()
+    world = build_world(service)
+    captured: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        captured.append((statement, parameters))
+
+    def bound(parameters: Any) -> set[str]:
+        """Every string value bound to a statement (lists of rows included)."""
+        rows = parameters if isinstance(parameters, list) else [parameters]
+        found: set[str] = set()
+        for row in rows:
+            values = row.values() if isinstance(row, dict) else row or ()
+            for value in values:
+                items = value if isinstance(value, (list, tuple)) else [value]
+                found |= {v for v in items if isinstance(v, str)}
+        return found
+
+    engines = list(dict.fromkeys([service.engine, batch_engine(service.engine)]))
+    for engine in engines:
+        sa.event.listen(engine, "before_cursor_execute", capture)
+    tables = owner_tables()
+    try:
+        for user, foreign in (("dave", {"org:acme", "org:other"}), ("carol", {"org:acme"})):
+            captured.clear()
+            headers = world.keys[user]
+            for mid in world.ids["org:acme"][:1] + world.ids["org:other"][:1]:
+                service.client.get(f"/v1/memory/{mid}", headers=headers)
+                service.client.delete(f"/v1/memory/{mid}", headers=headers)
+            for scope in ("all", "org", "user"):
+                service.client.get("/v1/memory", params={"scope": scope}, headers=headers)
+                service.client.get(
+                    "/v1/memory/search",
+                    params={"q": "shared words", "scope": scope},
+                    headers=headers,
+                )
+            service.client.get("/v1/memory/drafts", headers=headers)
+            service.client.post(
+                "/v1/memory", json={"content": "x", "scope": "org"}, headers=headers
+            )
+            on_owner_tables = [
+                (sql, params)
+                for sql, params in captured
+                if {n.lower() for n in _TABLE_REF.findall(sql)} & tables
+            ]
+            assert on_owner_tables
+            for sql, params in on_owner_tables:
+                assert not bound(params) & foreign, f"{user} reached {foreign}: {sql} {params}"
+    finally:
+        for engine in engines:
+            sa.event.remove(engine, "before_cursor_execute", capture)

@@ -39,7 +39,9 @@ def client(mysqldb_url: str) -> Iterator[tuple[TestClient, dict[str, str]]]:
     app = create_app(Settings(database_url=mysqldb_url, allowed_hosts="testserver"))
     engine = state_of(app).engine
     assert engine.driver == "mysqldb"
-    secret, _ = writing(engine, lambda c: keys.create_key(c, "driver-user", keys.ALL_SCOPES, "t"))
+    secret, _ = writing(
+        engine, lambda c: keys.create_key(c, "driver-user", keys.PERSONAL_SCOPES, "t")
+    )
     with TestClient(app) as http:
         yield http, {"Authorization": f"Bearer {secret}"}
     app_state.dispose(state_of(app))

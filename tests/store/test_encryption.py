@@ -260,3 +260,26 @@ def test_a_process_without_the_key_refuses_sealed_rows_instead_of_showing_them(m
     mid = sealed.client.post("/v1/memory", json={"content": "sealed one"}, headers=headers)
     mid = mid.json()["memory"]["id"]
     _unreadable(plain.client.get(f"/v1/memory/{mid}", headers=headers), "mbe1:")
+
+
+def test_org_memories_are_sealed_under_the_org_s_own_key(make_service, database_url):
+    service = make_service(master_key=new_key())
+    alice = service.auth("alice", org="acme", scopes=("mcp:read", "mcp:write", "org:write"))
+    bob = service.auth("bob", org="acme")
+    word = unique_word()
+    body = {
+        "content": f"Team rule: {word} before deploys",
+        "tags": [f"tag-{word}"],
+        "contexts": [{"snippet": f"said {word}", "conversation_id": f"c-{word}"}],
+        "scope": "org",
+    }
+    saved = service.client.post("/v1/memory", json=body, headers=alice)
+    assert saved.status_code == 201, saved.text
+    found = service.client.get("/v1/memory/search", params={"q": word}, headers=bob)
+    assert [m["id"] for m in found.json()["results"]] == [saved.json()["memory"]["id"]]
+    assert found.json()["results"][0]["contexts"] == saved.json()["memory"]["contexts"]
+    with service.engine.connect() as conn:
+        owners = set(conn.execute(sa.select(owner_key.c.user_id)).scalars())
+    assert owners == {"org:acme"}  # the org's key; alice saved nothing of her own
+    raw = database_bytes(service.engine, database_url)
+    assert word[:10].encode() not in raw

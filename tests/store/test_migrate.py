@@ -127,3 +127,43 @@ def test_two_processes_migrating_a_fresh_database_at_once_both_succeed(fresh_url
         assert [v[0] for v in versions] == [head_revision()]
     finally:
         engine.dispose()
+
+
+def test_orgs_migration_keeps_existing_memories_and_downgrades(fresh_url):
+    from alembic import command
+
+    from memory_bank.auth import Principal
+    from memory_bank.domain import memories
+    from memory_bank.store.migrate import _config
+
+    engine = make_engine(fresh_url)
+
+    def to(revision: str, down: bool = False) -> None:
+        with engine.begin() as conn:
+            cfg = _config()
+            cfg.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(cfg, revision)
+
+    to("0003_tombstones")
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO memory (id, user_id, org_id, content, tags, source, scope, "
+                "created_at, updated_at) VALUES ('mem_01M90000000000000000000000', 'alice', "
+                "'acme', 'saved before orgs', '[]', 'api', 'user', :t, :t)"
+            ),
+            {"t": "2026-12-01 00:00:00"},
+        )
+    migrate(engine)
+    alice = Principal("alice", "acme", ("mcp:read",), "api", "key_x")
+    got = memories.fetch(engine, alice, "mem_01M90000000000000000000000")
+    # A memory saved before orgs stays personal, and shows no creator.
+    assert got["scope"] == "user" and "created_by" not in got
+    assert "org_audit" in sa.inspect(engine).get_table_names()
+    to("0003_tombstones", down=True)
+    inspector = sa.inspect(engine)
+    assert "org_audit" not in inspector.get_table_names()
+    assert "created_by" not in {c["name"] for c in inspector.get_columns("memory")}
+    migrate(engine)
+    assert is_current(engine)
+    engine.dispose()

@@ -25,7 +25,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 UNDO_MS = 700  # the tests' undo window; the panel's default stays 5 s
 WAIT = 20  # seconds a condition may take on a busy machine (a ceiling, not a measurement)
 AGENT = ("mcp:read", "mcp:write")
-ALL = keys.ALL_SCOPES
+ALL = keys.PERSONAL_SCOPES
 SHOTS = os.environ.get("MEMORY_BANK_SCREENSHOTS")  # a directory: save screenshots there
 
 
@@ -91,9 +91,12 @@ class Panel:
         self.user = user
         self.key = self.new_key(ALL, "panel-test")
 
-    def new_key(self, scopes: tuple[str, ...], source: str) -> str:
-        """A key for this user."""
-        secret, _ = writing(self.engine, lambda c: keys.create_key(c, self.user, scopes, source))
+    def new_key(
+        self, scopes: tuple[str, ...], source: str, org: str | None = None, user: str | None = None
+    ) -> str:
+        """A key for this user (or another), optionally in an org."""
+        who = user or self.user
+        secret, _ = writing(self.engine, lambda c: keys.create_key(c, who, scopes, source, org))
         return secret
 
     def api(self, method: str, path: str, key: str | None = None, **kw: Any) -> httpx.Response:
@@ -220,6 +223,58 @@ def test_empty_state_and_search_with_scores(panel):
     panel.shot("search")
     panel.driver.find_element("id", "search-clear").click()
     panel.wait_for(lambda d: len(panel.cards()) == 3)
+
+
+def test_personal_and_organisation_filter_marks_shared_memories(panel):
+    org = "org-" + panel.user[-24:]
+    member = (*ALL, "org:write")
+    panel.key = panel.new_key(member, "panel-test", org=org)
+    colleague = panel.new_key(member, "claude-desktop", org=org, user=panel.user + "-colleague")
+    outsider = panel.new_key(member, "t", org=org + "-other", user=panel.user + "-outsider")
+    panel.save("My own note: deploys make me nervous")
+    panel.save("Deploys: drain the queue worker first", key=colleague, scope="org")
+    panel.save("Another org's deploy secret", key=outsider, scope="org")
+    panel.open()
+    panel.sign_in()
+
+    def shown() -> list[tuple[str, str]]:
+        out = []
+        for card in panel.cards():
+            badges = card.find_elements("css selector", ".badge")
+            out.append(
+                (
+                    card.find_element("css selector", ".content").text,
+                    badges[0].text if badges else "",
+                )
+            )
+        return out
+
+    panel.wait_for(lambda d: len(panel.cards()) == 2)
+    assert shown() == [
+        (
+            "Deploys: drain the queue worker first",
+            f"Organisation · saved by {panel.user}-colleague",
+        ),
+        ("My own note: deploys make me nervous", ""),
+    ]
+    assert "shared" in panel.cards()[0].get_attribute("class")
+    panel.shot("organisation")
+
+    def choose(label: str) -> None:
+        panel.driver.find_element("css selector", f'#scope-filter input[value="{label}"]').click()
+
+    choose("user")
+    panel.wait_for(lambda d: [c for c, _ in shown()] == ["My own note: deploys make me nervous"])
+    choose("org")
+    panel.wait_for(lambda d: [c for c, _ in shown()] == ["Deploys: drain the queue worker first"])
+    search = panel.driver.find_element("id", "search-input")
+    search.send_keys("deploys")
+    search.submit()
+    panel.wait_for(lambda d: "best first" in panel.text("memories-status"))
+    assert [c for c, _ in shown()] == ["Deploys: drain the queue worker first"]
+    choose("all")
+    panel.wait_for(lambda d: len(panel.cards()) == 2)
+    assert "Another org" not in panel.driver.find_element("id", "memory-list").text
 
 
 def test_delete_then_undo_is_still_there_after_reload(panel):

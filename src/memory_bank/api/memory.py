@@ -14,7 +14,8 @@ def postMemory(body: dict[str, Any]) -> Reply:
     """Save a memory for the caller, or a draft for review when review applies to them."""
     state = app_state.current()
     principal = current_principal()
-    if review.needs_review(state.settings, principal, current_switches()):
+    scope = body.get("scope") if isinstance(body, dict) else None
+    if review.needs_review(state.settings, principal, current_switches(), scope):
         envelope = review.submit(state.engine, state.settings, principal, body)
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})
@@ -22,16 +23,18 @@ def postMemory(body: dict[str, Any]) -> Reply:
     return json_reply({"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}"})
 
 
-def getMemorySearch(q: str, limit: int = 20) -> Reply:
-    """Search the caller's memories."""
+def getMemorySearch(q: str, limit: int = 20, scope: str = "all") -> Reply:
+    """Search the caller's memories and their org's."""
     state = app_state.current()
-    return json_reply({"results": memories.find(state.engine, current_principal(), q, limit)})
+    found = memories.find(state.engine, current_principal(), q, limit, scope)
+    return json_reply({"results": found})
 
 
-def getMemory(limit: int = 20, cursor: str | None = None) -> Reply:
-    """List the caller's memories, newest first."""
+def getMemory(limit: int = 20, cursor: str | None = None, scope: str = "all") -> Reply:
+    """List the caller's memories and their org's, newest first."""
     state = app_state.current()
-    return json_reply(memories.page(state.engine, state.secret, current_principal(), limit, cursor))
+    principal = current_principal()
+    return json_reply(memories.page(state.engine, state.secret, principal, limit, cursor, scope))
 
 
 def getMemoryById(id: str) -> Reply:

@@ -74,10 +74,11 @@ def list_(args: argparse.Namespace, settings: Settings) -> int:
     with engine.connect() as conn:
         found = keys.list_keys(conn, args.user)
     now = utcnow()
-    print(f"{'ID':32} {'USER':16} {'SCOPES':34} {'SOURCE':16} STATE")
+    print(f"{'ID':32} {'USER':16} {'ORG':12} {'SCOPES':34} {'SOURCE':16} STATE")
     for k in found:
         state = "revoked" if k.revoked_at else ("expired" if not k.usable(now) else "active")
-        print(f"{k.id:32} {k.user_id:16} {' '.join(k.scopes):34} {k.source:16} {state}")
+        org = k.org_id or "-"
+        print(f"{k.id:32} {k.user_id:16} {org:12} {' '.join(k.scopes):34} {k.source:16} {state}")
     return 0
 
 
@@ -96,11 +97,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     keys_sub = keys_parser.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     made = keys_sub.add_parser("create", help="create a key and print it once")
     made.add_argument("--user", required=True, help="the user the key acts for")
-    made.add_argument("--org", help="the user's organisation")
+    made.add_argument(
+        "--org", help="the user's organisation (its members share org memories; see docs/acl.md)"
+    )
     made.add_argument(
         "--scopes",
         default="mcp:read,mcp:write",
-        help=f"comma-separated: {', '.join(keys.ALL_SCOPES)} (default mcp:read,mcp:write)",
+        help=f"comma-separated: {', '.join(keys.ALL_SCOPES)} (default mcp:read,mcp:write; "
+        "org:write and org:admin need --org)",
     )
     made.add_argument("--source", default="api", help="the integration, e.g. claude-desktop")
     made.add_argument("--expires", help="e.g. 30d, 12h or 2027-01-31 (UTC)")

@@ -24,7 +24,7 @@ def ensure_local_key(engine: Engine) -> str | None:
         if keys.count_keys(conn) > 0:
             return None
         secret, _ = keys.create_key(
-            conn, "local", keys.ALL_SCOPES, "local", label="created on first start"
+            conn, "local", keys.PERSONAL_SCOPES, "local", label="created on first start"
         )
         return secret
 

@@ -9,11 +9,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
-from memory_bank.domain import cursor
+from memory_bank.domain import acl, cursor, org_log
 from memory_bank.errors import MemoryNotFound, QuotaExceeded, UnsupportedMediaType
-from memory_bank.ids import is_id, iso, utcnow
+from memory_bank.ids import is_id, iso, new_id, utcnow
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
+from memory_bank.search.merge import merged
 from memory_bank.store import memories as store
 from memory_bank.store import owner_keys, postings
 from memory_bank.store.engine import reading, writing
@@ -55,17 +56,28 @@ def _trimmed(value: str | None) -> str | None:
 def save(
     engine: Engine, principal: Principal, body: dict[str, Any], max_memories: int = 0
 ) -> dict[str, Any]:
-    """Save a memory for the principal; scope and source come from the credential."""
+    """Save a memory for the principal, or its org (scope "org", when allowed); the source
+    comes from the credential."""
     content, tags, contexts = parse_new_memory(body)
-    owner = store.Owner(principal.user_id, principal.org_id, principal.source)
+    owner = owner_of(principal, body.get("scope"))
 
     def work(conn: Connection) -> store.MemoryRow:
-        check_quota(conn, principal.user_id, max_memories)
+        check_quota(conn, owner.user_id, max_memories)
+        memory_id = new_id("mem")
+        org_log.record(conn, principal, owner.user_id, org_log.CREATED, memory_id=memory_id)
         # The insert is the transaction's last step, so its COMMIT may ride along with it.
         index = postings_of(content, tags, [c.snippet for c in contexts])
-        return store.insert_memory(conn, owner, content, tags, contexts, index, commit=True)
+        return store.insert_memory(
+            conn, owner, content, tags, contexts, index, memory_id=memory_id, commit=True
+        )
 
     return shape(writing(engine, work, batched=True))
+
+
+def owner_of(principal: Principal, scope: str | None) -> store.Owner:
+    """Who a save with this scope belongs to (the principal, or its org); 403 if not allowed."""
+    owner = acl.save_owner(principal, scope)
+    return store.Owner(owner, principal.org_id, principal.source, principal.user_id)
 
 
 def check_quota(conn: Connection, user_id: str, max_memories: int, adding: int = 1) -> None:
@@ -83,29 +95,41 @@ def check_quota(conn: Connection, user_id: str, max_memories: int, adding: int =
 
 
 def fetch(engine: Engine, principal: Principal, memory_id: str) -> dict[str, Any]:
-    """One of the principal's memories, or 404 (also for other users' ids)."""
+    """One of the memories the principal reads (its own, its org's), or 404 (also for other
+    users' and other orgs' ids)."""
     if not is_id(memory_id, "mem"):
         raise MemoryNotFound(NOT_FOUND, field="id")
     with reading(engine) as conn:
-        found = store.get_memories(conn, principal.user_id, [memory_id])
-    if memory_id not in found:
-        raise MemoryNotFound(NOT_FOUND, field="id")
-    return shape(found[memory_id])
+        for owner in acl.readable_owners(principal):
+            found = store.get_memories(conn, owner, [memory_id])
+            if memory_id in found:
+                return shape(found[memory_id])
+    raise MemoryNotFound(NOT_FOUND, field="id")
 
 
 def remove(engine: Engine, principal: Principal, memory_id: str) -> None:
-    """Delete one of the principal's memories; again is fine; 404 for ids never theirs."""
+    """Delete a memory the principal may change (acl); again is fine; 404 for ids it cannot
+    read, 403 for a readable org memory it may not delete."""
     if not is_id(memory_id, "mem"):
         raise MemoryNotFound(NOT_FOUND, field="id")
     now = utcnow()
+    readable = acl.readable_owners(principal)
 
     def work(conn: Connection) -> bool:
-        store.purge_tombstones(conn, principal.user_id, now - TOMBSTONE_KEPT)
-        if store.delete_memory(conn, principal.user_id, memory_id, now):
-            return True
+        for owner in readable:
+            store.purge_tombstones(conn, owner, now - TOMBSTONE_KEPT)
+            exists, created_by = store.author(conn, owner, memory_id)
+            if exists:
+                acl.check_change(principal, owner, created_by)
+                store.delete_memory(conn, owner, memory_id, now)
+                org_log.record(conn, principal, owner, org_log.DELETED, memory_id=memory_id)
+                return True
         # A retry of a delete that went through (the answer was lost, say) succeeds again:
-        # the tombstone is the caller's own, so this reveals nothing about anyone else's ids.
-        return store.was_deleted(conn, principal.user_id, memory_id)
+        # the tombstone is the caller's own (or its org's), so this reveals nothing of others'.
+        return any(
+            store.was_deleted(conn, owner, memory_id) and acl.may_repeat_delete(principal, owner)
+            for owner in readable
+        )
 
     if not writing(engine, work):
         raise MemoryNotFound(NOT_FOUND, field="id")
@@ -125,27 +149,55 @@ def _tombstone_purger(user_id: str, before: datetime) -> Callable[[Connection], 
 
 
 def page(
-    engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
+    engine: Engine,
+    secret: bytes,
+    principal: Principal,
+    limit: int,
+    after: str | None,
+    scope: str = "all",
 ) -> dict[str, Any]:
-    """One page of the principal's memories, newest first, with the next cursor."""
+    """One page of the memories the principal reads (scope: user, org or all), newest first,
+    with the next cursor."""
     before_id = cursor.decode(secret, principal.user_id, after) if after else None
+    rows: list[store.MemoryRow] = []
     with reading(engine) as conn:
-        rows = store.list_memories(conn, principal.user_id, limit + 1, before_id)
+        for owner in acl.readable_owners(principal, scope):
+            rows += store.list_memories(conn, owner, limit + 1, before_id)
+    # Ids sort by creation time, so the owners' pages merge into one newest-first page.
+    rows.sort(key=lambda row: row.id, reverse=True)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = cursor.encode(secret, principal.user_id, rows[-1].id) if more else None
     return {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
 
 
-def find(engine: Engine, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
-    """The principal's memories that best match a query, with scores, best first."""
+def find(
+    engine: Engine, principal: Principal, query: str, limit: int, scope: str = "all"
+) -> list[dict[str, Any]]:
+    """The memories the principal reads (scope: user, org or all) that best match a query,
+    with scores, best first; each owner's index ranks with its own statistics."""
+    found: dict[str, store.MemoryRow] = {}
     with reading(engine) as conn:
-        # With encryption on, postings hold keyed hashes of terms: the query's are hashed alike.
-        forms = owner_keys.sealer(conn, principal.user_id).term_forms
-        hits = search_index.search(conn, principal.user_id, query, limit, forms)
-        found = store.get_memories(conn, principal.user_id, [mid for mid, _ in hits])
+        owners = acl.readable_owners(principal, scope)
+        # With encryption on, postings hold keyed hashes of terms: each owner's (a user's, an
+        # org's) query terms are hashed with that owner's key.
+        hits = merged(
+            (
+                (
+                    o,
+                    search_index.search(
+                        conn, o, query, limit, owner_keys.sealer(conn, o).term_forms
+                    ),
+                )
+                for o in owners
+            ),
+            limit,
+        )
+        for owner in owners:
+            ids = [mid for who, mid, _ in hits if who == owner]
+            found |= store.get_memories(conn, owner, ids)
     results = []
-    for mid, score in hits:
+    for _, mid, score in hits:
         if mid in found:
             item = shape(found[mid])
             item["score"] = round(score, 6)
@@ -154,8 +206,8 @@ def find(engine: Engine, principal: Principal, query: str, limit: int) -> list[d
 
 
 def shape(row: store.MemoryRow) -> dict[str, Any]:
-    """A memory as the API returns it."""
-    return {
+    """A memory as the API returns it (an org memory names its creator)."""
+    shaped = {
         "id": row.id,
         "content": row.content,
         "tags": row.tags,
@@ -165,6 +217,9 @@ def shape(row: store.MemoryRow) -> dict[str, Any]:
         "updated_at": iso(row.updated_at),
         "contexts": [shape_context(c) for c in row.contexts],
     }
+    if row.scope == "org":
+        shaped["created_by"] = row.created_by or ""
+    return shaped
 
 
 def shape_context(ctx: dict[str, Any]) -> dict[str, Any]:

@@ -43,11 +43,16 @@ def render_prompt(spec: dict[str, Any], base_url: str) -> str:
         "(health, finances, government ids, other people's contact details).",
         f'- Save with {call(SAVE)}, body `{{"content": "...", "tags": ["..."]}}`. '
         "A 202 answer means a person must review it first: tell the user it is pending.",
+        '- To share a memory with the user\'s team, add `"scope": "org"`: only team knowledge '
+        "the user asks to share (a runbook step, a customer's preference), never secrets or "
+        "personal matters. Without an org or the `org:write` scope this is a 403 "
+        "`org_scope_forbidden`: tell the user, and do not save it as personal instead.",
         "",
         "### Recall",
         f"- Before answering anything that may depend on earlier conversations, search with "
         f"the user's own words: {call(SEARCH)} with `q=<their words>`. Results come best "
-        "first with a `score`; an empty list means nothing is known.",
+        "first with a `score`; an empty list means nothing is known. Each has a `scope`: "
+        '`"org"` ones are shared by the team (`created_by` says who saved them).',
         f"- To fetch one memory by id: {call(FETCH)}.",
         "",
         "### List",

@@ -9,8 +9,14 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
-from memory_bank.domain import cursor
-from memory_bank.domain.memories import check_quota, parse_new_memory, shape, shape_context
+from memory_bank.domain import acl, cursor, org_log
+from memory_bank.domain.memories import (
+    check_quota,
+    owner_of,
+    parse_new_memory,
+    shape,
+    shape_context,
+)
 from memory_bank.errors import DraftNotFound
 from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search.document import postings_of
@@ -25,10 +31,15 @@ REVIEW_SCOPE = "memory:review"
 SAVED_FOR_REVIEW = "Saved for review: a person must confirm this before it is remembered."
 
 
-def needs_review(settings: Settings, principal: Principal, mine: UserSettings) -> bool:
-    """Whether this principal's saves must wait for a person (reviewers never wait)."""
+def needs_review(
+    settings: Settings, principal: Principal, mine: UserSettings, scope: object = None
+) -> bool:
+    """Whether this principal's save must wait for a person (reviewers never wait). A save to
+    the org follows the server's setting; the user's own opt-in covers their own memories."""
     if principal.has(REVIEW_SCOPE):
         return False
+    if scope == "org":
+        return settings.review_required
     return settings.review_required or mine.review_required
 
 
@@ -37,28 +48,31 @@ def submit(
 ) -> dict[str, Any]:
     """Store a save as a pending draft; returns the DraftEnvelope."""
     content, tags, contexts = parse_new_memory(body)
-    owner = memory_store.Owner(principal.user_id, principal.org_id, principal.source)
+    owner = owner_of(principal, body.get("scope"))
     now = utcnow()
     expires = now + timedelta(hours=settings.draft_ttl_hours)
 
     def work(conn: Connection) -> store.DraftRow:
-        store.purge_expired(conn, principal.user_id, now)
+        store.purge_expired(conn, owner.user_id, now)
         # The quota counts waiting drafts too: confirming one then keeps the total unchanged.
-        waiting = store.count_drafts(conn, principal.user_id)
-        check_quota(conn, principal.user_id, settings.max_memories_per_user, 1 + waiting)
-        return store.insert_draft(
+        waiting = store.count_drafts(conn, owner.user_id)
+        check_quota(conn, owner.user_id, settings.max_memories_per_user, 1 + waiting)
+        row = store.insert_draft(
             conn, owner, content, tags, contexts, _actor(principal), now, expires
         )
+        org_log.record(conn, principal, owner.user_id, org_log.DRAFTED, draft_id=row.id)
+        return row
 
     row = writing(engine, work)
     return {"status": "pending_review", "message": SAVED_FOR_REVIEW, "draft": shape_draft(row)}
 
 
 def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]:
-    """One of the principal's live drafts, or 404 (also once confirmed, rejected or expired)."""
+    """A live draft the principal may see (its own; its org's it created or reviews), or 404
+    (also once confirmed, rejected or expired)."""
     _check_id(draft_id)
     with reading(engine) as conn:
-        row = store.get_draft(conn, principal.user_id, draft_id, utcnow())
+        row = _visible_draft(conn, principal, draft_id, utcnow())
     if row is None:
         raise DraftNotFound(
             "No pending draft with this id (it may have been confirmed, rejected or expired).",
@@ -70,11 +84,16 @@ def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]
 def page(
     engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
 ) -> dict[str, Any]:
-    """One page of the principal's review queue, newest first (expired drafts are not shown)."""
+    """One page of the principal's review queue, its org's drafts included, newest first
+    (expired drafts are not shown)."""
     before_id = cursor.decode(secret, principal.user_id, after) if after else None
     now = utcnow()
+    rows: list[store.DraftRow] = []
     with reading(engine) as conn:
-        rows = store.list_drafts(conn, principal.user_id, now, limit + 1, before_id)
+        for owner in acl.draft_owners(principal):
+            found = store.list_drafts(conn, owner, now, limit + 1, before_id)
+            rows += [r for r in found if acl.may_see_draft(principal, owner, r.created_by)]
+    rows.sort(key=lambda row: row.id, reverse=True)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = cursor.encode(secret, principal.user_id, rows[-1].id) if more else None
@@ -90,14 +109,14 @@ def confirm(
     now = utcnow()
 
     def work(conn: Connection) -> memory_store.MemoryRow:
-        draft = store.get_draft(conn, principal.user_id, draft_id, now)
+        draft = _visible_draft(conn, principal, draft_id, now)
         if draft is None:
             raise DraftNotFound("No pending draft with this id.", field="id")
         content, tags, _ = parse_new_memory(
             {"content": edits.get("content", draft.content), "tags": edits.get("tags", draft.tags)}
         )
         # The delete decides the race between two reviewers: only one removes the row.
-        if not store.delete_draft(conn, principal.user_id, draft_id):
+        if not store.delete_draft(conn, draft.user_id, draft_id):
             raise DraftNotFound("No pending draft with this id.", field="id")
         contexts = draft.new_contexts()
         index = postings_of(content, tags, [c.snippet for c in contexts])
@@ -106,7 +125,10 @@ def confirm(
         )
         edited = content != draft.content or tags != draft.tags
         action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
-        store.audit(conn, principal.user_id, draft_id, action, _actor(principal), now, memory.id)
+        store.audit(conn, draft.user_id, draft_id, action, _actor(principal), now, memory.id)
+        org_log.record(
+            conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft_id
+        )
         return memory
 
     return shape(writing(engine, work, batched=True))
@@ -118,13 +140,26 @@ def reject(engine: Engine, principal: Principal, draft_id: str) -> None:
     now = utcnow()
 
     def work(conn: Connection) -> None:
-        if store.get_draft(conn, principal.user_id, draft_id, now) is None:
+        draft = _visible_draft(conn, principal, draft_id, now)
+        if draft is None:
             raise DraftNotFound("No pending draft with this id.", field="id")
-        if not store.delete_draft(conn, principal.user_id, draft_id):
+        if not store.delete_draft(conn, draft.user_id, draft_id):
             raise DraftNotFound("No pending draft with this id.", field="id")
-        store.audit(conn, principal.user_id, draft_id, store.REJECTED, _actor(principal), now)
+        store.audit(conn, draft.user_id, draft_id, store.REJECTED, _actor(principal), now)
+        org_log.record(conn, principal, draft.user_id, org_log.REJECTED, draft_id=draft_id)
 
     writing(engine, work)
+
+
+def _visible_draft(
+    conn: Connection, principal: Principal, draft_id: str, now: datetime
+) -> store.DraftRow | None:
+    """The live draft with this id that the principal may see (acl), or None."""
+    for owner in acl.draft_owners(principal):
+        row = store.get_draft(conn, owner, draft_id, now)
+        if row is not None:
+            return row if acl.may_see_draft(principal, owner, row.created_by) else None
+    return None
 
 
 def sweep(engine: Engine) -> int:
@@ -175,18 +210,21 @@ def _settings_body(settings: Settings, mine: bool) -> dict[str, Any]:
 def shape_draft(row: store.DraftRow) -> dict[str, Any]:
     """A draft as the API returns it."""
     created = iso(row.created_at)
-    return {
+    shaped = {
         "id": row.id,
         "status": "pending_review",
         "content": row.content,
         "tags": row.tags,
         "source": row.source,
-        "scope": "user",
+        "scope": acl.scope_of(row.user_id),
         # A draft's contexts were written with it, so they carry its creation time.
         "contexts": [shape_context({**c, "created_at": row.created_at}) for c in row.contexts],
         "created_at": created,
         "expires_at": iso(row.expires_at),
     }
+    if shaped["scope"] == "org":
+        shaped["created_by"] = row.created_by or ""
+    return shaped
 
 
 def _check_id(draft_id: str) -> None:

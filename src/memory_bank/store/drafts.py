@@ -1,4 +1,5 @@
-"""Owner-scoped queries on drafts and their audit trail; every statement filters by user_id."""
+"""Owner-scoped queries on drafts and their audit trail; every statement filters by user_id
+(the owner key: a user, or an org's key for org drafts)."""
 
 from __future__ import annotations
 
@@ -37,10 +38,11 @@ class DraftRow:
     created_by_key: str
     created_at: datetime
     expires_at: datetime
+    created_by: str | None = None
 
     def owner(self) -> Owner:
-        """The owner a confirmed memory gets: the draft's user and original source."""
-        return Owner(self.user_id, self.org_id, self.source)
+        """The owner a confirmed memory gets: the draft's owner, creator and original source."""
+        return Owner(self.user_id, self.org_id, self.source, self.created_by)
 
     def new_contexts(self) -> list[NewContext]:
         """The draft's contexts in the form a memory is written from."""
@@ -95,6 +97,7 @@ def insert_draft(
         created_by_key=actor.key_id or "",
         created_at=now,
         expires_at=expires_at,
+        created_by=owner.created_by,
     )
     # Sealed per owner, column and draft when encryption is on (store/owner_keys.py).
     seal = owner_keys.sealer(conn, owner.user_id, create=True)
@@ -112,6 +115,7 @@ def insert_draft(
             created_by_key=row.created_by_key,
             created_at=now,
             expires_at=expires_at,
+            created_by=row.created_by,
         )
     )
     audit(conn, row.user_id, row.id, CREATED, actor, now)
@@ -231,4 +235,5 @@ def _row(r: Any, seal: owner_keys.Sealer) -> DraftRow:
         created_by_key=r.created_by_key,
         created_at=r.created_at,
         expires_at=r.expires_at,
+        created_by=r.created_by,
     )

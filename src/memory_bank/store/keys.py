@@ -14,14 +14,18 @@ from typing import Any
 from sqlalchemy import Connection, Select, bindparam, insert, select, update
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import direct_read
+from memory_bank.store import direct_read, owners
 from memory_bank.store.schema import api_key, user_settings
 from memory_bank.store.user_settings import UserSettings
 
 KEY_PREFIX = "mb_"
 # What follows the prefix: URL-safe base64, as secrets.token_urlsafe(32) makes (43 characters).
 _BODY = re.compile(r"[A-Za-z0-9_-]{32,}")
-ALL_SCOPES = ("mcp:read", "mcp:write", "memory:review")
+ALL_SCOPES = ("mcp:read", "mcp:write", "memory:review", "org:write", "org:admin")
+# Scopes that act on an organisation's memories: a key needs an org to carry them.
+ORG_SCOPES = ("org:write", "org:admin")
+# Every scope a key without an org can carry (the first local key, panel sign-ins).
+PERSONAL_SCOPES = tuple(s for s in ALL_SCOPES if s not in ORG_SCOPES)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,13 @@ def create_key(
     `mb_` when the caller derives it (the stdio user's own key); by default it is random."""
     _check_name("user id", user_id, required=True)
     _check_name("org id", org_id)
+    if owners.is_org(user_id):
+        # The org namespace of owner keys (store/owners.py): such a user would read an org's rows.
+        raise ValueError(f"user id must not start with {owners.ORG_PREFIX!r}")
+    if org_id is not None and len(org_id) > owners.MAX_ORG_ID:
+        raise ValueError(f"org id must be 1-{owners.MAX_ORG_ID} characters")
+    if org_id is None and any(s in ORG_SCOPES for s in scopes):
+        raise ValueError("org:write and org:admin need an org (--org)")
     _check_name("source", source, required=True)
     _check_name("label", label)
     if body is None:

@@ -1,4 +1,8 @@
-"""Owner-scoped queries on memories and their contexts; every statement filters by user_id."""
+"""Owner-scoped queries on memories and their contexts; every statement filters by user_id.
+
+The user_id column holds the owner key: a user's id, or an org's key for org memories
+(store/owners.py), so every statement names exactly one owner either way.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from sqlalchemy import (
 from memory_bank.ids import new_id, utcnow
 from memory_bank.store import batch, owner_keys, postings
 from memory_bank.store.engine import is_sqlite
+from memory_bank.store.owners import is_org
 from memory_bank.store.schema import memory, memory_context, memory_tombstone
 
 
@@ -40,11 +45,18 @@ class NewContext:
 
 @dataclass(frozen=True)
 class Owner:
-    """Who a row belongs to and where it came from."""
+    """Who a row belongs to and where it came from: user_id is the owner key (a user, or an
+    org's key for an org memory) and created_by the user who saved it."""
 
     user_id: str
     org_id: str | None
     source: str
+    created_by: str | None = None
+
+    @property
+    def scope(self) -> str:
+        """The scope a row of this owner shows: "org" for an org's key, else "user"."""
+        return "org" if is_org(self.user_id) else "user"
 
 
 @dataclass
@@ -60,6 +72,7 @@ class MemoryRow:
     created_at: datetime
     updated_at: datetime
     contexts: list[dict[str, Any]] = field(default_factory=list)
+    created_by: str | None = None
 
 
 # Built once and reused: SQLAlchemy then skips rebuilding and re-keying the statement per save.
@@ -101,9 +114,10 @@ def insert_memory(
         "content": seal.seal("memory.content", mid, content),
         "tags": seal.seal("memory.tags", mid, tags_text),
         "source": owner.source,
-        "scope": "user",
+        "scope": owner.scope,
         "created_at": now,
         "updated_at": updated_at or now,
+        "created_by": owner.created_by,
     }
     shown = [
         {
@@ -145,10 +159,11 @@ def insert_memory(
         content=content,
         tags=list(tags),
         source=owner.source,
-        scope="user",
+        scope=owner.scope,
         created_at=now,
         updated_at=updated_at or now,
         contexts=shown,
+        created_by=owner.created_by,
     )
 
 
@@ -230,6 +245,17 @@ def list_memories(
     page = [_row(r, seal) for r in rows]
     _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
     return page
+
+
+def author(conn: Connection, user_id: str, memory_id: str) -> tuple[bool, str | None]:
+    """Whether the owner has this memory, and who created it; the row stays locked to commit
+    (MySQL/MariaDB), so a delete decided on it cannot race another."""
+    found = conn.execute(
+        select(memory.c.created_by)
+        .where(memory.c.user_id == user_id, memory.c.id == memory_id)
+        .with_for_update()
+    ).first()
+    return (found is not None, None if found is None else found.created_by)
 
 
 def delete_memory(
@@ -416,6 +442,7 @@ def _row(r: Any, seal: owner_keys.Sealer) -> MemoryRow:
         scope=r.scope,
         created_at=r.created_at,
         updated_at=r.updated_at,
+        created_by=r.created_by,
     )
 
 

@@ -23,6 +23,7 @@ from memory_bank.ids import utcnow
 from memory_bank.settings import Settings
 from memory_bank.store import crypto, service_state
 from memory_bank.store.engine import batch_engine, reading
+from memory_bank.store.owners import is_org
 from memory_bank.store.postings import Postings
 from memory_bank.store.schema import memory, memory_draft, owner_key
 from memory_bank.store.schema import service_state as state_table
@@ -42,8 +43,9 @@ class StoredDataUnreadable(InternalError):
 
 
 def owner_of_user(user_id: str) -> str:
-    """The owner name a user's rows are bound to (orgs will be "org:<id>")."""
-    return f"user:{user_id}"
+    """The owner name a row's `user_id` binds its ciphertext to: "user:<id>" for a user, the
+    org's owner key ("org:<id>", store/owners.py) for an org's memories."""
+    return user_id if is_org(user_id) else f"user:{user_id}"
 
 
 class Sealer:

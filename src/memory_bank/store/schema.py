@@ -45,6 +45,8 @@ memory = Table(
     Column("scope", String(16), nullable=False),
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
+    # The user who saved it (an org memory's user_id is its org's owner key, store/owners.py).
+    Column("created_by", String(128), nullable=True),
     Index("ix_memory_user_id_id", "user_id", "id"),
     **TABLE_ARGS,
 )
@@ -151,6 +153,7 @@ memory_draft = Table(
     Column("created_by_key", String(32), nullable=False),
     Column("created_at", Timestamp, nullable=False),
     Column("expires_at", Timestamp, nullable=False),
+    Column("created_by", String(128), nullable=True),
     Index("ix_memory_draft_user_id_id", "user_id", "id"),
     Index("ix_memory_draft_expires_at", "expires_at"),
     **TABLE_ARGS,
@@ -190,6 +193,24 @@ panel_signin_used = Table(
     Column("user_id", String(128), primary_key=True),
     Column("nonce", String(64), primary_key=True),
     Column("expires_at", Timestamp, nullable=False),
+    **TABLE_ARGS,
+)
+
+# Every write to an organisation's memories and drafts: who, when, which memory. Sharded by
+# org_id (the org's id, not its owner key); kept after the memory is gone, never with content.
+org_audit = Table(
+    "org_audit",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("org_id", String(128), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("memory_id", String(32), nullable=True),
+    Column("draft_id", String(32), nullable=True),
+    Column("actor_user_id", String(128), nullable=False),
+    Column("actor_key_id", String(32), nullable=False),
+    Column("actor_source", String(128), nullable=False),
+    Column("at", Timestamp, nullable=False),
+    Index("ix_org_audit_org_id_id", "org_id", "id"),
     **TABLE_ARGS,
 )
 

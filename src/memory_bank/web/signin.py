@@ -81,7 +81,7 @@ def exchange(engine: Engine, secret: bytes, code: str, session_hours: int) -> Pa
         secret_key, _ = keys.create_key(
             conn,
             user_id,
-            keys.ALL_SCOPES,
+            keys.PERSONAL_SCOPES,
             PANEL_SOURCE,
             expires_at=key_expires,
             label=f"panel sign-in {iso(now)}",

@@ -61,9 +61,13 @@ export async function request(method, path, { body, accept = "application/json",
 }
 
 export const api = {
-  listMemories: (cursor) =>
-    request("GET", `/v1/memory?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`),
-  search: (q) => request("GET", `/v1/memory/search?limit=50&q=${encodeURIComponent(q)}`),
+  listMemories: (cursor, scope = "all") =>
+    request(
+      "GET",
+      `/v1/memory?limit=20&scope=${encodeURIComponent(scope)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    ),
+  search: (q, scope = "all") =>
+    request("GET", `/v1/memory/search?limit=50&scope=${encodeURIComponent(scope)}&q=${encodeURIComponent(q)}`),
   deleteMemory: (id, keepalive = false) =>
     request("DELETE", `/v1/memory/${encodeURIComponent(id)}`, { keepalive }),
   listDrafts: (cursor) =>

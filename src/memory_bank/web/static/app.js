@@ -149,7 +149,7 @@ async function loadMemories(reset) {
   // A fresh list must not show a memory whose delete is still waiting: send it first.
   if (reset) await pending.flush();
   try {
-    const page = await api.listMemories(reset ? null : view.memoriesCursor);
+    const page = await api.listMemories(reset ? null : view.memoriesCursor, scopeFilter());
     if (reset) list.replaceChildren();
     for (const memory of page.memories) list.append(memoryCard(memory, { onDelete: deleteMemory }));
     view.memoriesCursor = page.next_cursor;
@@ -161,6 +161,11 @@ async function loadMemories(reset) {
   } finally {
     list.removeAttribute("aria-busy");
   }
+}
+
+/** Whose memories to show: "all", "user" (Personal) or "org" (Organisation). */
+function scopeFilter() {
+  return document.querySelector('#scope-filter input[name="scope"]:checked')?.value || "all";
 }
 
 async function search(event) {
@@ -179,7 +184,7 @@ async function search(event) {
   list.setAttribute("aria-busy", "true");
   setStatus(status, "Searching…");
   try {
-    const { results } = await api.search(q);
+    const { results } = await api.search(q, scopeFilter());
     list.replaceChildren(...results.map((m) => memoryCard(m, { onDelete: deleteMemory })));
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
     setStatus(status, results.length ? `${count} “${q}”, best first.` : `No memory matches “${q}”.`);
@@ -353,6 +358,11 @@ function wire() {
     $("search-input").focus();
   });
   $("more").addEventListener("click", () => loadMemories(false));
+  // A new filter reruns what is shown: the search, or the list from its first page.
+  $("scope-filter").addEventListener("change", (event) => {
+    if ($("search-input").value.trim()) search(event);
+    else loadMemories(true);
+  });
   $("more-drafts").addEventListener("click", () => loadDrafts(false));
   $("tab-memories").addEventListener("click", () => openMemories(false));
   $("tab-review").addEventListener("click", openReview);

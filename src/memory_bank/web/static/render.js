@@ -55,6 +55,12 @@ function contextList(contexts) {
   ]);
 }
 
+/** A shared (org) memory or draft says so, and who saved it; a personal one shows nothing. */
+function sharedBadge(item) {
+  if (item.scope !== "org") return null;
+  return el("p", { cls: "badge", text: `Organisation · saved by ${item.created_by}` });
+}
+
 /** One memory as a list item; `score` is shown for search results. */
 export function memoryCard(memory, { onDelete }) {
   const meta = [
@@ -71,7 +77,8 @@ export function memoryCard(memory, { onDelete }) {
     attrs: { type: "button", "aria-label": `Delete memory: ${gist(memory.content)}` },
   });
   remove.addEventListener("click", () => onDelete(memory, item));
-  const item = el("li", { cls: "card memory", attrs: { "data-id": memory.id } }, [
+  const item = el("li", { cls: `card memory${memory.scope === "org" ? " shared" : ""}`, attrs: { "data-id": memory.id } }, [
+    sharedBadge(memory),
     el("p", { cls: "content", text: memory.content }),
     tagList(memory.tags),
     el("p", { cls: "meta" }, meta),
@@ -95,6 +102,7 @@ export function draftCard(draft, { onConfirm, onReject }) {
   const reject = el("button", { cls: "danger", text: "Reject", attrs: { type: "button" } });
   const error = el("p", { cls: "error", attrs: { role: "alert" } });
   const item = el("li", { cls: "card draft", attrs: { "data-id": draft.id } }, [
+    sharedBadge(draft),
     el("label", { text: "Draft", attrs: { for: contentId } }),
     content,
     el("label", { text: "Tags", attrs: { for: tagsId } }),

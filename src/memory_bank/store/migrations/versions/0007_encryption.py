@@ -8,7 +8,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0007"
-down_revision = "0003_tombstones"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,64 @@
+"""The org audit log: what each write to an org's memories records, and reading it back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from memory_bank.auth import Principal
+from memory_bank.domain import acl, cursor
+from memory_bank.ids import iso, utcnow
+from memory_bank.store import org_audit, owners
+from memory_bank.store.engine import reading
+
+CREATED = org_audit.CREATED
+DELETED = org_audit.DELETED
+DRAFTED = org_audit.DRAFTED
+REJECTED = org_audit.REJECTED
+
+
+def record(
+    conn: Connection,
+    principal: Principal,
+    owner: str,
+    action: str,
+    *,
+    memory_id: str | None = None,
+    draft_id: str | None = None,
+) -> None:
+    """Log a write by the principal when the owner is an org (personal writes are not logged)."""
+    org_id = owners.org_of(owner)
+    if org_id is None:
+        return
+    actor = org_audit.Actor(principal.user_id, principal.key_id, principal.source)
+    org_audit.record(conn, org_id, action, actor, utcnow(), memory_id=memory_id, draft_id=draft_id)
+
+
+def page(
+    engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
+) -> dict[str, Any]:
+    """One page of the principal's org audit log, newest first (org:admin only)."""
+    org_id = acl.check_audit(principal)
+    # Bound to the org as well as the user: a cursor from another org's log is refused.
+    bound = f"{principal.user_id}|org-audit|{org_id}"
+    before_id = cursor.decode(secret, bound, after) if after else None
+    with reading(engine) as conn:
+        rows = org_audit.page(conn, org_id, limit + 1, before_id)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return {
+        "entries": [
+            {
+                "id": r.id,
+                "action": r.action,
+                "memory_id": r.memory_id,
+                "draft_id": r.draft_id,
+                "actor": r.actor_user_id,
+                "source": r.actor_source,
+                "at": iso(r.at),
+            }
+            for r in rows
+        ],
+        "next_cursor": cursor.encode(secret, bound, rows[-1].id) if more else None,
+    }
