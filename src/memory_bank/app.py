@@ -20,6 +20,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from memory_bank.api import HANDLER_MODULES
 from memory_bank.domain.reindex import prepare
+from memory_bank.domain.semantic import from_settings
 from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
 from memory_bank.http.body import BodyDeadlineMiddleware, BodyLimitMiddleware, ChunkedBodyMiddleware
 from memory_bank.http.headers import SecurityHeadersMiddleware
@@ -30,10 +31,12 @@ from memory_bank.http.paths import CanonicalPathMiddleware, route_table
 from memory_bank.http.urls import allowed_hosts
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.http import McpMiddleware
+from memory_bank.search.embeddings import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, requirements
 from memory_bank.state import AppState, state_of
 from memory_bank.store import owner_keys
+from memory_bank.store import vectors as vector_store
 from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.engine import make_auth_engine, make_engine
 from memory_bank.store.migrate import signing_secret
@@ -75,6 +78,9 @@ def create_app(
     else:
         keys(engine)
     spec = load_spec(spec_file)
+    # A bad MEMORY_BANK_EMBEDDINGS stops here too (EmbeddingsMisconfigured), model loaded.
+    semantic = from_settings(settings)
+    vector_store.install(engine, semantic is not None)
     state = AppState(
         settings=settings,
         engine=engine,
@@ -82,6 +88,7 @@ def create_app(
         spec=spec,
         auth_engine=make_auth_engine(engine),
         requirements=requirements(spec),
+        semantic=semantic,
         limiter=ratelimit.Limiter(
             settings.rate_limit_per_minute, settings.auth_failures_per_minute
         ),
@@ -152,4 +159,4 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
     return stack
 
 
-__all__ = ["KeyProblem", "create_app", "state_of"]
+__all__ = ["EmbeddingsMisconfigured", "KeyProblem", "create_app", "state_of"]

@@ -142,6 +142,32 @@ class Settings:
         "its owner's key again; 0 = unwrap on every request.",
     )
 
+    embeddings: str = _setting(
+        "off",
+        "Semantic search: off (lexical only), local (the packaged all-MiniLM-L6-v2, needs the "
+        "`semantic` extra), local:<model name or directory>, or openai:<base URL> of an "
+        "OpenAI-compatible /v1/embeddings server; a bad value refuses to start.",
+    )
+    embeddings_model: str = _setting(
+        "", "The model name sent to an openai:<base URL> server (required with it)."
+    )
+    embeddings_api_key: Secret = _setting(  # noqa: RUF009
+        Secret(""), "Bearer key for the openai:<base URL> server, if it needs one; never logged."
+    )
+    embeddings_deadline_ms: int = _setting(
+        1000,
+        "Milliseconds a search waits for its query's embedding; past it the search answers "
+        'lexically (mode "lexical").',
+    )
+    embeddings_timeout_ms: int = _setting(
+        10000, "Milliseconds one request to an openai:<base URL> server may take (retried)."
+    )
+    embeddings_cache_mb: int = _setting(
+        256,
+        "Megabytes of owners' vector matrices cached per worker process for semantic search "
+        "(least recently used out first).",
+    )
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Read settings from the environment (MEMORY_BANK_*), then apply overrides."""

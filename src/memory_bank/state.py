@@ -29,11 +29,15 @@ class AppState:
     requirements: dict[str, Requirement] = field(default_factory=dict)
     # The rate limits (http.ratelimit.Limiter; typed loosely: state imports no HTTP room).
     limiter: Any = None
+    # Semantic search (domain.semantic.Semantic), None when MEMORY_BANK_EMBEDDINGS is off.
+    semantic: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
 def dispose(state: AppState) -> None:
-    """Close the app's database pools."""
+    """Close the app's database pools (and semantic search's query threads)."""
+    if state.semantic is not None:
+        state.semantic.close()
     dispose_engines(state.engine, state.auth_engine)
 
 

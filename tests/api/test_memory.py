@@ -86,7 +86,7 @@ def test_search_without_match_is_empty_200(service):
     headers = service.auth()
     service.client.post("/v1/memory", json={"content": "hello world"}, headers=headers)
     r = service.client.get("/v1/memory/search", params={"q": "zebra"}, headers=headers)
-    assert r.status_code == 200 and r.json() == {"results": []}
+    assert r.status_code == 200 and r.json() == {"results": [], "mode": "lexical"}
 
 
 def test_search_limit(service):
@@ -118,7 +118,7 @@ def test_delete_removes_memory_contexts_and_postings(service):
             ).scalar()
             assert left == 0, table.name
     r = service.client.get("/v1/memory/search", params={"q": "delete"}, headers=headers)
-    assert r.json() == {"results": []}
+    assert r.json() == {"results": [], "mode": "lexical"}
 
 
 def test_unicode_and_emoji_round_trip(service):

@@ -173,7 +173,7 @@ def test_stopword_or_punctuation_query_is_empty_200(seeded):
     for q in ("the of and a", "is it?", "?!...", "---", "((()))", "🙂", "。、"):
         r = service.client.get("/v1/memory/search", params={"q": q}, headers=headers)
         assert r.status_code == 200, (q, r.text)
-        assert r.json() == {"results": []}, q
+        assert r.json() == {"results": [], "mode": "lexical"}, q
 
 
 def test_forged_cursor_is_400(seeded):

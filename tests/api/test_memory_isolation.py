@@ -45,7 +45,7 @@ def test_other_users_memories_never_appear_in_list_or_search(service):
     found = service.client.get("/v1/memory/search", params={"q": "falcon"}, headers=bob).json()
     assert [m["content"] for m in found["results"]] == ["bob likes falcons too"]
     found = service.client.get("/v1/memory/search", params={"q": "note"}, headers=bob).json()
-    assert found == {"results": []}
+    assert found == {"results": [], "mode": "lexical"}
 
     mine = service.client.get("/v1/memory/search", params={"q": "falcon"}, headers=alice).json()
     assert len(mine["results"]) == 5

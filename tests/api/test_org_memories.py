@@ -118,7 +118,7 @@ def test_other_org_and_no_org_see_nothing(service):
         r = service.client.get(
             "/v1/memory/search", params={"q": "staging password"}, headers=outsider
         )
-        assert r.json() == {"results": []}
+        assert r.json() == {"results": [], "mode": "lexical"}
         assert service.client.get("/v1/memory", headers=outsider).json()["memories"] == []
         assert_problem(
             service.client.delete(f"/v1/memory/{mid}", headers=outsider), 404, "memory_not_found"

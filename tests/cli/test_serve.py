@@ -66,7 +66,10 @@ def test_first_start_prints_a_key_that_works_for_the_readme_session(live):
         assert http.delete(f"/v1/memory/{memory['id']}").status_code == 204
         r = http.get(f"/v1/memory/{memory['id']}")
         assert r.status_code == 404 and r.json()["code"] == "memory_not_found"
-        assert http.get("/v1/memory/search", params={"q": "Acme"}).json() == {"results": []}
+        assert http.get("/v1/memory/search", params={"q": "Acme"}).json() == {
+            "results": [],
+            "mode": "lexical",
+        }
 
         # Without the key: 401 with a Bearer challenge
         r = httpx.get(live.base_url + "/v1/memory", timeout=30)

@@ -64,7 +64,7 @@ def test_agent_save_is_pending_and_invisible(make_service):
     assert draft["expires_at"] > draft["created_at"]
     # Not a memory: no search, list or fetch sees it; only the draft route does.
     search = service.client.get("/v1/memory/search", params={"q": "window seats"}, headers=agent)
-    assert search.json() == {"results": []}
+    assert search.json() == {"results": [], "mode": "lexical"}
     assert service.client.get("/v1/memory", headers=agent).json()["memories"] == []
     # A draft id is not a memory id at all (the spec's pattern): never a memory.
     assert service.client.get(f"/v1/memory/{draft['id']}", headers=agent).status_code == 400

@@ -63,6 +63,7 @@ def test_input_merges_path_query_body_and_keeps_limits():
             "q": {"in": "query", "name": "q"},
             "limit": {"in": "query", "name": "limit"},
             "scope": {"in": "query", "name": "scope"},
+            "mode": {"in": "query", "name": "mode"},
         },
         "success": {"200": "json"},
     }

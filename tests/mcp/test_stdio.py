@@ -101,7 +101,7 @@ async def search_first_flow(client: Client, other_users_id: str) -> None:
     again = await client.call_tool("deleteMemoryById", {"id": memory["id"]})
     assert again.structured_content == deleted.structured_content
     after = await client.call_tool("getMemorySearch", {"q": "Acme"})
-    assert after.structured_content == {"results": []}
+    assert after.structured_content == {"results": [], "mode": "lexical"}
 
 
 def test_stdio_lists_tools_and_runs_the_search_first_flow(service, database_url):

@@ -58,7 +58,8 @@ def test_save_search_list_delete_through_mysqlclient(client):
     assert http.get(f"/v1/memory/{memory['id']}", headers=auth).json() == {"memory": memory}
     assert http.delete(f"/v1/memory/{memory['id']}", headers=auth).status_code == 204
     assert http.get("/v1/memory/search", params={"q": "acme"}, headers=auth).json() == {
-        "results": []
+        "results": [],
+        "mode": "lexical",
     }
 
 

@@ -355,7 +355,10 @@ def test_confirm_and_reject_drafts(panel):
     assert [(m["content"], m["tags"], m["source"]) for m in found] == [
         ("Alice prefers aisle seats on long flights", ["travel", "seats"], "claude-desktop")
     ]
-    assert panel.api("GET", "/v1/memory/search", params={"q": "PIN"}).json() == {"results": []}
+    assert panel.api("GET", "/v1/memory/search", params={"q": "PIN"}).json() == {
+        "results": [],
+        "mode": "lexical",
+    }
     for result in (first, second):
         draft_url = f"/v1/memory/drafts/{result['draft']['id']}"
         assert panel.api("GET", draft_url).status_code == 404

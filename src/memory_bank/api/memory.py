@@ -20,14 +20,18 @@ def postMemory(body: dict[str, Any]) -> Reply:
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})
     memory = memories.save(state.engine, principal, body, state.settings.max_memories_per_user)
+    if state.semantic is not None:
+        state.semantic.wake.set()  # its embedding job is queued: no need to wait for a poll
     return json_reply({"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}"})
 
 
-def getMemorySearch(q: str, limit: int = 20, scope: str = "all") -> Reply:
+def getMemorySearch(q: str, limit: int = 20, scope: str = "all", mode: str | None = None) -> Reply:
     """Search the caller's memories and their org's."""
     state = app_state.current()
-    found = memories.find(state.engine, current_principal(), q, limit, scope)
-    return json_reply({"results": found})
+    found, used = memories.find(
+        state.engine, current_principal(), q, limit, scope, mode, state.semantic
+    )
+    return json_reply({"results": found, "mode": used})
 
 
 def getMemory(limit: int = 20, cursor: str | None = None, scope: str = "all") -> Reply:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply, json_reply
+from memory_bank.domain import vector_jobs
 from memory_bank.errors import ServiceUnavailable
 from memory_bank.store.migrate import is_current
 
@@ -22,4 +23,7 @@ def getReadyz() -> Reply:
         raise ServiceUnavailable("The database is unreachable.") from None
     if not current:
         raise ServiceUnavailable("The database schema is not current; run memory-bank migrate.")
-    return json_reply({"status": "ready"})
+    ready: dict[str, object] = {"status": "ready"}
+    if state.semantic is not None:
+        ready["embeddings_pending"] = vector_jobs.pending(state.engine)
+    return json_reply(ready)

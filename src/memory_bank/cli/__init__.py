@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from memory_bank import __version__
 from memory_bank.cli import crypto, drafts, keys, mcp, migrate, orgs, panel, reindex, serve, users
 from memory_bank.cli.common import EXIT_MASTER_KEY, EXIT_USAGE, CliError
+from memory_bank.search.embeddings import EmbeddingsMisconfigured
 from memory_bank.settings import PREFIX, Settings, documented
 from memory_bank.store.crypto import KeyProblem
 
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyProblem as exc:
         print(f"memory-bank: error: cannot start: {exc}", file=sys.stderr)
         return EXIT_MASTER_KEY
+    except EmbeddingsMisconfigured as exc:
+        print(f"memory-bank: error: cannot start: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ValueError as exc:
         print(f"memory-bank: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

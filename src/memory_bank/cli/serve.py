@@ -12,6 +12,7 @@ from memory_bank import __version__
 from memory_bank.cli import panel
 from memory_bank.cli.common import open_database, safe_url
 from memory_bank.domain import memories, review
+from memory_bank.domain.semantic import from_settings
 from memory_bank.settings import PREFIX, Settings
 from memory_bank.store import keys
 from memory_bank.store.engine import writing
@@ -53,6 +54,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     workers = args.workers or settings.workers
+    # A MEMORY_BANK_EMBEDDINGS that cannot work stops here, before anything listens.
+    check = from_settings(settings)
+    if check is not None:
+        check.close()
     engine = open_database(settings)
     prepare(settings, engine, f"http://{host}:{port}")
     sys.stdout.flush()

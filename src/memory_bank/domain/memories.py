@@ -10,8 +10,10 @@ from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, org_log
+from memory_bank.domain.semantic import Semantic
 from memory_bank.errors import MemoryNotFound, QuotaExceeded, UnsupportedMediaType
 from memory_bank.ids import is_id, iso, new_id, utcnow
+from memory_bank.search import fusion
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.search.merge import merged
@@ -172,27 +174,33 @@ def page(
 
 
 def find(
-    engine: Engine, principal: Principal, query: str, limit: int, scope: str = "all"
-) -> list[dict[str, Any]]:
+    engine: Engine,
+    principal: Principal,
+    query: str,
+    limit: int,
+    scope: str = "all",
+    mode: str | None = None,
+    semantic: Semantic | None = None,
+) -> tuple[list[dict[str, Any]], str]:
     """The memories the principal reads (scope: user, org or all) that best match a query,
-    with scores, best first; each owner's index ranks with its own statistics."""
+    with scores, best first, and the mode that ranked them.
+
+    mode: "lexical" (BM25), "semantic" (cosine) or "hybrid" (search/fusion.py); the default is
+    hybrid when semantic search is on. Without it, or when the query cannot be embedded in time,
+    the answer is lexical and says so.
+    """
+    wanted = mode or ("hybrid" if semantic is not None else "lexical")
     found: dict[str, store.MemoryRow] = {}
     with reading(engine) as conn:
         owners = acl.readable_owners(principal, scope)
-        # With encryption on, postings hold keyed hashes of terms: each owner's (a user's, an
-        # org's) query terms are hashed with that owner's key.
-        hits = merged(
-            (
-                (
-                    o,
-                    search_index.search(
-                        conn, o, query, limit, owner_keys.sealer(conn, o).term_forms
-                    ),
-                )
-                for o in owners
-            ),
-            limit,
-        )
+        query_vector = None
+        if wanted != "lexical" and semantic is not None:
+            query_vector = semantic.query_vector(query)
+        if query_vector is None or semantic is None:
+            used, hits = "lexical", _lexical(conn, owners, query, limit)
+        else:
+            used = wanted
+            hits = _semantic(conn, owners, query, limit, wanted, semantic, query_vector)
         for owner in owners:
             ids = [mid for who, mid, _ in hits if who == owner]
             found |= store.get_memories(conn, owner, ids)
@@ -202,7 +210,62 @@ def find(
             item = shape(found[mid])
             item["score"] = round(score, 6)
             results.append(item)
-    return results
+    return results, used
+
+
+def _lexical(
+    conn: Connection, owners: list[str], query: str, limit: int
+) -> list[tuple[str, str, float]]:
+    """BM25 over each owner's index, merged; each owner's index ranks with its own statistics."""
+    # With encryption on, postings hold keyed hashes of terms: each owner's (a user's, an
+    # org's) query terms are hashed with that owner's key.
+    return merged(
+        (
+            (o, search_index.search(conn, o, query, limit, owner_keys.sealer(conn, o).term_forms))
+            for o in owners
+        ),
+        limit,
+    )
+
+
+def _semantic(
+    conn: Connection,
+    owners: list[str],
+    query: str,
+    limit: int,
+    mode: str,
+    semantic: Semantic,
+    query_vector: Any,
+) -> list[tuple[str, str, float]]:
+    """Cosine ("semantic") or the adaptive blend ("hybrid") over each owner's vectors and index;
+    only vectors of the provider's model take part."""
+    blend = fusion.BLEND
+    lexical: list[tuple[tuple[str, str], float]] = []
+    dense: list[tuple[tuple[str, str], float]] = []
+    cosine: dict[tuple[str, str], float] = {}
+    coverage = 0.0
+    n = max(blend.candidates, limit)
+    for owner in owners:
+        matrix = semantic.matrix(conn, owner)
+        scores = matrix.scores(query_vector)
+        dense += [((owner, mid), s) for mid, s in matrix.top(scores, n)]
+        if mode == "semantic":
+            continue
+        sealer = owner_keys.sealer(conn, owner)
+        ranking = search_index.rank(conn, owner, query, n, sealer.term_forms)
+        lexical += [((owner, mid), s) for mid, s in ranking.hits]
+        coverage = max(coverage, search_index.coverage(conn, owner, ranking))
+        for mid, _ in ranking.hits:
+            row = matrix.row_of.get(mid)
+            if row is not None:
+                cosine[(owner, mid)] = float(scores[row])
+    if mode == "semantic":
+        dense.sort(key=lambda item: (item[1], item[0][1]), reverse=True)
+        return [(o, mid, s) for (o, mid), s in dense[:limit]]
+    cosine.update(dense)
+    weight = blend.dense_weight(coverage)
+    fused = fusion.fuse(lexical, dense, cosine, weight, limit)
+    return [(o, mid, s) for (o, mid), s in fused]
 
 
 def shape(row: store.MemoryRow) -> dict[str, Any]:

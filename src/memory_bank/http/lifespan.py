@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memory_bank.domain import vector_jobs
 from memory_bank.http.threads import limit_handler_threads
 from memory_bank.state import STATE_KEY, AppState
 from memory_bank.store import checkpoint
@@ -38,6 +39,10 @@ class BackgroundWorkMiddleware:
             return
         # Start-up runs inside the server's event loop, whose thread pool this sizes.
         limit_handler_threads(self.state.settings.db_pool_size)
-        # The lifespan lasts as long as the app serves: SQLite's checkpoints run beside it.
-        with checkpoint.in_background(self.state.engine):
+        # The lifespan lasts as long as the app serves: SQLite's checkpoints and the embedding
+        # worker (when semantic search is on) run beside it.
+        with (
+            checkpoint.in_background(self.state.engine),
+            vector_jobs.running(self.state.engine, self.state.semantic),
+        ):
             await self.app(scope, receive, send)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from sqlalchemy import Connection
 
@@ -30,6 +31,15 @@ def _marks(conn: Connection, n: int) -> str:
     return ", ".join([_mark(conn)] * n)
 
 
+@dataclass
+class Ranking:
+    """A BM25 ranking and what made it: each query term's weight (idf) and stored forms."""
+
+    hits: list[tuple[str, float]] = field(default_factory=list)
+    weights: dict[str, float] = field(default_factory=dict)
+    stored: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
 def search(
     conn: Connection,
     user_id: str,
@@ -42,10 +52,23 @@ def search(
     forms gives the stored forms of a term (with encryption on, its keyed hash; see
     store/owner_keys.py); ranking works on the terms themselves, so it is the same either way.
     """
+    return rank(conn, user_id, query, limit, forms).hits
+
+
+def rank(
+    conn: Connection,
+    user_id: str,
+    query: str,
+    limit: int,
+    forms: Callable[[str], Sequence[str]] | None = None,
+) -> Ranking:
+    """search(), with the query terms' weights kept for coverage()."""
+    out = Ranking()
     query_terms = Counter(terms(query, query=True))
     if not query_terms:
-        return []
+        return out
     stored = {t: tuple(forms(t)) if forms is not None else (t,) for t in query_terms}
+    out.stored = stored
     term_of = {form: t for t, each in stored.items() for form in each}
     m = _mark(conn)
     unique = list(term_of)
@@ -60,7 +83,7 @@ def search(
     ).all()
     stats = next((row for row in rows if row[0] is None), None)
     if stats is None or stats[1] <= 0:
-        return []
+        return out
     n_docs = int(stats[1])
     avg_len = max(float(stats[2]) / n_docs, 1.0)
     df: Counter[str] = Counter()
@@ -74,23 +97,51 @@ def search(
     read = 0
     for term, freq in sorted(df_rows, key=lambda row: (row[1], row[0])):
         weight = math.log(1.0 + (n_docs - freq + 0.5) / (freq + 0.5)) * query_terms[term]
+        out.weights[term] = weight
         if not rare or read + freq <= POSTINGS_BUDGET:
             rare[term] = weight
             read += freq
         else:
             common[term] = weight
+    # A query term the owner never wrote weighs as the rarest would: coverage() then counts it
+    # as missing, the sign of a question phrased in other words.
+    for term in query_terms.keys() - df.keys():
+        out.weights[term] = math.log(1.0 + (n_docs + 0.5) / 0.5) * query_terms[term]
     if not rare:
-        return []
+        return out
     rare, common = _as_stored(rare, stored), _as_stored(common, stored)
     if not common:
-        return _score(conn, user_id, rare, avg_len, limit)
+        out.hits = _score(conn, user_id, rare, avg_len, limit)
+        return out
     # Past the budget, the commonest terms (lowest idf) only add to the best candidates of the
     # rarer ones, so a search's cost follows its rare terms, not the user's most common words.
     found = dict(_score(conn, user_id, rare, avg_len, max(CANDIDATES, limit)))
     for mid, extra in _score(conn, user_id, common, avg_len, len(found), only=list(found)):
         found[mid] += extra
     ranked = sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
-    return ranked[:limit]
+    out.hits = ranked[:limit]
+    return out
+
+
+def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> float:
+    """How much of the query the best `top` hits hold: the largest idf-weighted share of the
+    query's terms found in one of them (0 to 1). Read through the stored forms, so it is the
+    same with encryption on."""
+    total = sum(ranking.weights.values())
+    ids = [mid for mid, _ in ranking.hits[:top]]
+    if total <= 0 or not ids:
+        return 0.0
+    term_of = {form: t for t, each in ranking.stored.items() for form in each}
+    m = _mark(conn)
+    rows = conn.exec_driver_sql(
+        f"SELECT memory_id, term FROM memory_term WHERE user_id = {m} "
+        f"AND term IN ({_marks(conn, len(term_of))}) AND memory_id IN ({_marks(conn, len(ids))})",
+        (user_id, *term_of, *ids),
+    ).all()
+    held: dict[str, set[str]] = {mid: set() for mid in ids}
+    for mid, form in rows:
+        held[mid].add(term_of[form])
+    return max(sum(ranking.weights.get(t, 0.0) for t in found) / total for found in held.values())
 
 
 def _as_stored(weights: dict[str, float], stored: dict[str, tuple[str, ...]]) -> dict[str, float]:

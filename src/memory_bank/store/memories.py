@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, owner_keys, postings
+from memory_bank.store import batch, owner_keys, postings, vectors
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import is_org
 from memory_bank.store.schema import memory, memory_context, memory_tombstone
@@ -147,12 +147,17 @@ def insert_memory(
         if rows:
             statements.append(batch.insert(memory_context, rows))
         statements += postings.add_statements(owner.user_id, mid, index)
+        if vectors.queueing(conn):
+            statements.append(vectors.queue_statement(owner.user_id, mid))
         batch.execute(conn, statements, commit=commit)
     else:
         conn.execute(_INSERT_MEMORY, row)
         if rows:
             conn.execute(_INSERT_CONTEXT, rows)
         postings.add(conn, owner.user_id, mid, index)
+        if vectors.queueing(conn):
+            # The outbox row commits with the memory: the worker embeds it later (store/vectors.py).
+            vectors.queue(conn, owner.user_id, [mid])
     return MemoryRow(
         id=mid,
         user_id=owner.user_id,
@@ -273,6 +278,8 @@ def delete_memory(
     if exists is None:
         return False
     postings.remove(conn, user_id, memory_id)
+    # Its vector and queued jobs go in the same transaction (whether or not search uses them now).
+    vectors.remove(conn, user_id, memory_id)
     conn.execute(
         delete(memory_context).where(
             memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id

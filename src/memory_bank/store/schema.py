@@ -228,3 +228,50 @@ owner_key = Table(
     Index("ix_owner_key_master_id", "master_id"),
     **TABLE_ARGS,
 )
+
+# Each memory's embedding, per owner, with the model that made it and its dimension. The vector
+# is float32 bytes in base64, sealed with the owner's key when encryption is on
+# (docs/security.md rule 2); search loads an owner's vectors into a matrix (search/dense.py).
+memory_vector = Table(
+    "memory_vector",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column(
+        "memory_id",
+        String(32),
+        ForeignKey("memory.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("model", String(191), nullable=False),
+    Column("dim", Integer, nullable=False),
+    Column("vector", LongText, nullable=False),
+    Column("made_at", Timestamp, nullable=False),
+    **TABLE_ARGS,
+)
+
+# The outbox of memories waiting for an embedding: a save writes a row in its own transaction,
+# the worker of each `serve` process embeds a batch and deletes the rows it did in the same
+# transaction as the vectors, so a killed worker loses nothing.
+embedding_job = Table(
+    "embedding_job",
+    metadata,
+    Column(
+        "id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    ),
+    Column("user_id", String(128), nullable=False),
+    Column("memory_id", String(32), nullable=False),
+    Column("queued_at", Timestamp, nullable=False),
+    Index("ix_embedding_job_user_memory", "user_id", "memory_id"),
+    **TABLE_ARGS,
+)
+
+# A random token per owner, replaced whenever the owner's vectors change: a worker's cached
+# matrix is used only while its token matches. Random, so a token never comes back (an erased
+# owner's cache can never be taken for a new owner's of the same id).
+vector_version = Table(
+    "vector_version",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("version", String(32), nullable=False),
+    **TABLE_ARGS,
+)

@@ -1,0 +1,141 @@
+"""The embedding outbox: what a save queues, what the worker of each `serve` process drains,
+and what `memory-bank reindex --vectors` queues again."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from memory_bank.domain.semantic import Semantic
+from memory_bank.search.embeddings import embed_text
+from memory_bank.store import vectors
+from memory_bank.store.engine import reading, writing
+
+log = logging.getLogger("memory_bank.embeddings")
+
+BATCH = 32
+POLL_SECONDS = 1.0
+# Longest wait between tries while the provider is down.
+MAX_BACKOFF_SECONDS = 30.0
+
+
+def drain_once(engine: Engine, semantic: Semantic, size: int = BATCH) -> int:
+    """Embed the oldest queued memories (up to size): per owner, the vectors and the removal of
+    the jobs they answer commit together, so a worker killed at any point loses no job.
+    Returns how many jobs were settled."""
+    with reading(engine) as conn:
+        jobs = vectors.next_jobs(conn, size)
+    by_owner: dict[str, list[vectors.Job]] = defaultdict(list)
+    for job in jobs:
+        by_owner[job.user_id].append(job)
+    settled = 0
+    for owner, owned in by_owner.items():
+        with reading(engine) as conn:
+            found = vectors.sources(conn, owner, list({j.memory_id for j in owned}))
+        made = semantic.provider.embed([embed_text(s.content, s.tags) for s in found])
+        raw = {s.memory_id: made[i].tobytes() for i, s in enumerate(found)}
+        dim = int(made.shape[1]) if len(found) else 0
+        done = [j.id for j in owned]
+        try:
+            writing(engine, _storer(owner, semantic.model, raw, dim, done))
+        except IntegrityError:
+            # Another process wrote these vectors first; its own transaction drops the jobs.
+            continue
+        settled += len(done)
+    return settled
+
+
+def _storer(
+    owner: str, model: str, raw: dict[str, bytes], dim: int, done: list[int]
+) -> Callable[[Connection], None]:
+    """A write transaction storing one owner's new vectors and dropping their jobs."""
+    return lambda conn: vectors.store(conn, owner, model, raw, dim, done)
+
+
+def _queuer(owner: str, ids: list[str]) -> Callable[[Connection], None]:
+    """A write transaction queueing these memories of one owner."""
+    return lambda conn: vectors.queue(conn, owner, ids)
+
+
+def pending(engine: Engine) -> int:
+    """The backlog over every owner (for /readyz)."""
+    with reading(engine) as conn:
+        return vectors.pending(conn)
+
+
+def queue_missing(engine: Engine, model: str, owners: list[str] | None = None) -> Iterator[int]:
+    """Queue every memory (of these owners, or everyone's) that has no vector of this model;
+    yields how many were queued per batch (one transaction each)."""
+    if owners is None:
+        with reading(engine) as conn:
+            owners = vectors.owners(conn)
+    for owner in owners:
+        after = ""
+        while True:
+            with reading(engine) as conn:
+                ids = vectors.unembedded(conn, owner, model, after, 500)
+            if not ids:
+                break
+            writing(engine, _queuer(owner, ids))
+            after = ids[-1]
+            yield len(ids)
+
+
+class Worker:
+    """Drains the outbox in a background thread while the app serves."""
+
+    def __init__(self, engine: Engine, semantic: Semantic) -> None:
+        self.engine = engine
+        self.semantic = semantic
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="embedding-worker", daemon=True)
+
+    def _run(self) -> None:
+        """Drain until stopped; wait for a save's wake-up or the next poll when idle."""
+        backoff = POLL_SECONDS
+        while not self._stop.is_set():
+            try:
+                settled = drain_once(self.engine, self.semantic)
+            except Exception as exc:  # the provider or the database is away: wait, retry
+                self.semantic.trouble(
+                    f"failed while embedding saved memories ({type(exc).__name__})"
+                )
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                self._stop.wait(backoff)
+                continue
+            backoff = POLL_SECONDS
+            if settled:
+                self.semantic.recovered()
+                continue
+            self.semantic.wake.wait(POLL_SECONDS)
+            self.semantic.wake.clear()
+
+    def start(self) -> None:
+        """Start draining."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the current batch (its transaction either commits or rolls back)."""
+        self._stop.set()
+        self.semantic.wake.set()
+        self._thread.join(timeout=30)
+
+
+@contextmanager
+def running(engine: Engine, semantic: Semantic | None) -> Iterator[None]:
+    """A worker draining the outbox for as long as the block runs (nothing when off)."""
+    if semantic is None:
+        yield
+        return
+    worker = Worker(engine, semantic)
+    worker.start()
+    try:
+        yield
+    finally:
+        worker.stop()
