@@ -38,7 +38,7 @@ def drain_once(engine: Engine, semantic: Semantic, size: int = BATCH) -> int:
     for owner, owned in by_owner.items():
         with reading(engine) as conn:
             found = vectors.sources(conn, owner, list({j.memory_id for j in owned}))
-        made = semantic.provider.embed([embed_text(s.content, s.tags) for s in found])
+        made = semantic.provider.embed([embed_text(s.content, s.tags, s.snippets) for s in found])
         raw = {s.memory_id: made[i].tobytes() for i, s in enumerate(found)}
         dim = int(made.shape[1]) if len(found) else 0
         done = [j.id for j in owned]

@@ -19,16 +19,29 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True)
 class Blend:
-    """The fusion's settings (tuned on LoCoMo dev and the paraphrase set, benchmarks/fusion.py)."""
+    """The fusion's settings (tuned on LoCoMo dev and the paraphrase set, benchmarks/fusion.py).
 
-    dense_when_covered: float = 0.35
+    The cosine's weight is dense_when_uncovered up to a coverage of `low`, dense_when_covered
+    from `high` on, and moves linearly between them.
+    """
+
+    dense_when_covered: float = 0.45
     dense_when_uncovered: float = 0.9
+    low: float = 0.2
+    high: float = 0.7
     candidates: int = 100
 
     def dense_weight(self, coverage: float) -> float:
         """The cosine's share of the score for a query whose lexical hits cover this much."""
-        c = min(max(coverage, 0.0), 1.0)
-        return self.dense_when_uncovered + (self.dense_when_covered - self.dense_when_uncovered) * c
+        if coverage <= self.low:
+            return self.dense_when_uncovered
+        if coverage >= self.high:
+            return self.dense_when_covered
+        share = (coverage - self.low) / (self.high - self.low)
+        return (
+            self.dense_when_uncovered
+            + (self.dense_when_covered - self.dense_when_uncovered) * share
+        )
 
 
 BLEND = Blend()

@@ -17,7 +17,13 @@ from sqlalchemy.dialects import mysql, sqlite
 from memory_bank.ids import utcnow
 from memory_bank.store import batch, owner_keys
 from memory_bank.store.engine import batch_engine, is_sqlite
-from memory_bank.store.schema import embedding_job, memory, memory_vector, vector_version
+from memory_bank.store.schema import (
+    embedding_job,
+    memory,
+    memory_context,
+    memory_vector,
+    vector_version,
+)
 
 VECTOR_COLUMN = "memory_vector.vector"
 
@@ -55,6 +61,7 @@ class Source:
     memory_id: str
     content: str
     tags: list[str]
+    snippets: list[str]
 
 
 def job_row(user_id: str, memory_id: str, now: datetime | None = None) -> dict[str, object]:
@@ -110,11 +117,23 @@ def sources(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> list[S
         )
     ).all()
     seal = owner_keys.sealer(conn, user_id)
+    snippets: dict[str, list[str]] = {r.id: [] for r in rows}
+    if rows:
+        for cid, mid, snippet in conn.execute(
+            select(memory_context.c.id, memory_context.c.memory_id, memory_context.c.snippet)
+            .where(
+                memory_context.c.user_id == user_id,
+                memory_context.c.memory_id.in_(list(snippets)),
+            )
+            .order_by(memory_context.c.memory_id, memory_context.c.position)
+        ):
+            snippets[mid].append(seal.open("memory_context.snippet", cid, snippet))
     return [
         Source(
             r.id,
             seal.open("memory.content", r.id, r.content),
             json.loads(seal.open("memory.tags", r.id, r.tags)),
+            snippets[r.id],
         )
         for r in rows
     ]

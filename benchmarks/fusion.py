@@ -1,0 +1,313 @@
+"""Fusion ablation: BM25, dense, RRF, fixed blends and the adaptive blend on two kinds of question.
+
+LoCoMo (questions mostly reuse the turns' words; recall@10 over evidence turns) and the
+paraphrase set in benchmarks/data/paraphrase.json (66 memory/question pairs that share no
+content word after stemming, mixed into LoCoMo turns as distractors; hit@5). Runs in-process
+on SQLite with the same index, analyzer, model and fusion code as the server: every question's
+candidates are computed once, then each fusion variant ranks them.
+
+Tuning split: LoCoMo conversations conv-26, conv-30, conv-41 and the even-numbered pairs;
+held out: conv-42, conv-43 and the odd-numbered pairs. `--grid` prints the sweep the shipped
+defaults were chosen from (on the tuning split only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common
+import locomo
+
+PARAPHRASES = Path(__file__).resolve().parent / "data" / "paraphrase.json"
+TUNE_CONVS = {"conv-26", "conv-30", "conv-41"}
+DISTRACTORS = 400
+POOL = 200  # candidates kept per side for every variant
+EMBED_CONTEXTS = True
+
+
+@dataclass
+class Question:
+    """One question's candidates: BM25 top POOL, every memory's cosine, and coverage."""
+
+    kind: str  # "locomo" or "paraphrase"
+    tune: bool
+    expected: set[str]
+    lexical: list[tuple[str, float]]
+    cosine: dict[str, float]
+    coverage: float
+    category: int = 0
+
+
+@dataclass
+class Variant:
+    """A named ranking of a question's candidates."""
+
+    name: str
+    rank: Callable[[Question, int], list[str]]
+    note: str = ""
+
+
+def _dense(q: Question, n: int) -> list[tuple[str, float]]:
+    """The n best memories by cosine."""
+    return sorted(q.cosine.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:n]
+
+
+def bm25(q: Question, limit: int) -> list[str]:
+    """BM25 alone."""
+    return [m for m, _ in q.lexical[:limit]]
+
+
+def dense(q: Question, limit: int) -> list[str]:
+    """Cosine alone."""
+    return [m for m, _ in _dense(q, limit)]
+
+
+def rrf(k: int = 60, n: int = 50) -> Callable[[Question, int], list[str]]:
+    """Reciprocal rank fusion of both top-n lists."""
+
+    def rank(q: Question, limit: int) -> list[str]:
+        score: dict[str, float] = {}
+        for ranked in (q.lexical[:n], _dense(q, n)):
+            for pos, (m, _) in enumerate(ranked):
+                score[m] = score.get(m, 0.0) + 1.0 / (k + pos + 1)
+        return [m for m, _ in sorted(score.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)][
+            :limit
+        ]
+
+    return rank
+
+
+def blend(covered: float, uncovered: float, n: int = 100) -> Callable[[Question, int], list[str]]:
+    """The shipped fusion (search/fusion.py) with these weights (linear in coverage from 0 to
+    1); covered == uncovered is a fixed blend."""
+    from memory_bank.search import fusion
+
+    return blend_of(fusion.Blend(covered, uncovered, 0.0, 1.0, n))
+
+
+def blend_of(b: Any) -> Callable[[Question, int], list[str]]:
+    """The shipped fusion with these settings (a search.fusion.Blend)."""
+    from memory_bank.search import fusion
+
+    def rank(q: Question, limit: int) -> list[str]:
+        fused = fusion.fuse(
+            q.lexical[: b.candidates],
+            _dense(q, b.candidates),
+            q.cosine,
+            b.dense_weight(q.coverage),
+            limit,
+        )
+        return [m for m, _ in fused]
+
+    return rank
+
+
+@dataclass
+class Result:
+    """A variant's figures on each split."""
+
+    locomo: dict[str, float] = field(default_factory=dict)
+    paraphrase: dict[str, float] = field(default_factory=dict)
+
+
+def score(questions: Sequence[Question], rank: Callable[[Question, int], list[str]]) -> Result:
+    """LoCoMo recall@10 and paraphrase hit@5, on the tuning split, held out, and all."""
+    out = Result()
+    for kind, metric in (("locomo", "recall@10"), ("paraphrase", "hit@5")):
+        for split, keep in (("tune", True), ("held-out", False), ("all", None)):
+            chosen = [q for q in questions if q.kind == kind and (keep is None or q.tune == keep)]
+            total = 0.0
+            for q in chosen:
+                if kind == "locomo":
+                    top = set(rank(q, 10))
+                    total += len(q.expected & top) / len(q.expected)
+                else:
+                    total += 1.0 if q.expected & set(rank(q, 5)) else 0.0
+            getattr(out, kind)[split] = total / max(len(chosen), 1)
+    return out
+
+
+def build(data: Path) -> list[Question]:
+    """Save both sets in-process and compute every question's candidates once."""
+    from memory_bank.search import index
+    from memory_bank.search.document import postings_of
+    from memory_bank.search.embeddings import embed_text
+    from memory_bank.search.local_model import load as load_model
+    from memory_bank.store import memories as store
+    from memory_bank.store.engine import make_engine, reading, writing
+    from memory_bank.store.migrate import migrate
+
+    provider = load_model("all-MiniLM-L6-v2")
+    convs = locomo.load(data)
+    pairs = json.loads(PARAPHRASES.read_text())
+    questions: list[Question] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = make_engine(f"sqlite:///{tmp}/fusion.db")
+        migrate(engine)
+        label: dict[str, str] = {}
+        texts: dict[str, dict[str, str]] = {}
+
+        def save(conn: Any) -> None:
+            for conv in convs:
+                owner = store.Owner(conv.sample_id, None, "benchmark")
+                for t in conv.turns:
+                    ctxs = [
+                        store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], None)
+                        for c in t.body.get("contexts", [])
+                    ]
+                    content, tags = t.body["content"], t.body.get("tags", [])
+                    entry = postings_of(content, tags, [c.snippet for c in ctxs])
+                    row = store.insert_memory(conn, owner, content, tags, ctxs, entry)
+                    label[row.id] = t.dia_id
+                    texts.setdefault(conv.sample_id, {})[row.id] = embed_text(
+                        content, tags, [c.snippet for c in ctxs] if EMBED_CONTEXTS else []
+                    )
+            owner = store.Owner("paraphrase", None, "benchmark")
+            every = [t for conv in convs for t in conv.turns]
+            step = max(len(every) // DISTRACTORS, 1)
+            for k, t in enumerate(every[::step][:DISTRACTORS]):
+                content = t.body["content"]
+                row = store.insert_memory(conn, owner, content, [], [], postings_of(content, []))
+                label[row.id] = f"distractor-{k}"
+                texts.setdefault("paraphrase", {})[row.id] = content
+            for i, (memory, _) in enumerate(pairs):
+                row = store.insert_memory(conn, owner, memory, [], [], postings_of(memory, []))
+                label[row.id] = f"pair-{i}"
+                texts["paraphrase"][row.id] = memory
+
+        writing(engine, save)
+        matrices: dict[str, tuple[list[str], np.ndarray]] = {}
+        started = time.perf_counter()
+        for user, by_id in texts.items():
+            ids = list(by_id)
+            matrices[user] = (ids, provider.embed([by_id[i] for i in ids]))
+        print(
+            f"embedded {sum(len(t) for t in texts.values())} memories in "
+            f"{time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
+        asked = [
+            (conv.sample_id, question, {*evidence}, "locomo", conv.sample_id in TUNE_CONVS, cat)
+            for conv in convs
+            for question, cat, evidence in conv.questions
+        ] + [
+            ("paraphrase", question, {f"pair-{i}"}, "paraphrase", i % 2 == 0, 0)
+            for i, (_, question) in enumerate(pairs)
+        ]
+        with reading(engine) as conn:
+            for user, question, expected, kind, tune, cat in asked:
+                ranking = index.rank(conn, user, question, POOL)
+                coverage = index.coverage(conn, user, ranking)
+                ids, rows = matrices[user]
+                cos = rows @ provider.embed([question])[0]
+                questions.append(
+                    Question(
+                        kind,
+                        tune,
+                        expected,
+                        [(label[m], s) for m, s in ranking.hits],
+                        {label[m]: float(c) for m, c in zip(ids, cos, strict=True)},
+                        coverage,
+                        cat,
+                    )
+                )
+        engine.dispose()
+    return questions
+
+
+def variants() -> list[Variant]:
+    """The ablation rows."""
+    from memory_bank.search.fusion import BLEND
+
+    return [
+        Variant("BM25 (lexical)", bm25),
+        Variant("dense cosine (semantic)", dense, "all-MiniLM-L6-v2 int8"),
+        Variant("RRF k=60 over both top-50", rrf()),
+        Variant("fixed blend w=0.45", blend(0.45, 0.45), "tuned on LoCoMo in the issue"),
+        Variant("fixed blend w=0.70", blend(0.70, 0.70)),
+        Variant(
+            "adaptive blend (shipped)",
+            blend_of(BLEND),
+            f"w = {BLEND.dense_when_uncovered} up to coverage {BLEND.low}, "
+            f"{BLEND.dense_when_covered} from {BLEND.high}; top-{BLEND.candidates} each",
+        ),
+    ]
+
+
+def print_table(questions: Sequence[Question], rows: Sequence[Variant]) -> None:
+    """The ablation table, markdown."""
+    print(
+        "| variant | LoCoMo R@10 tune | held-out | all dev | paraphrase H@5 tune | held-out | all |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for v in rows:
+        r = score(questions, v.rank)
+        lo, pa = r.locomo, r.paraphrase
+        print(
+            f"| {v.name} | {lo['tune']:.3f} | {lo['held-out']:.3f} | {lo['all']:.3f} | "
+            f"{pa['tune']:.3f} | {pa['held-out']:.3f} | {pa['all']:.3f} |"
+        )
+
+
+def grid(questions: Sequence[Question]) -> None:
+    """The sweep on the tuning split, best first by the lower of the two targets' shares."""
+    from memory_bank.search.fusion import Blend
+
+    tune = [q for q in questions if q.tune]
+    rows = []
+    for low, high in ((0.2, 0.5), (0.2, 0.7), (0.3, 0.5), (0.3, 0.7), (0.4, 0.6), (0.0, 1.0)):
+        for covered in (0.3, 0.35, 0.4, 0.45, 0.5):
+            for uncovered in (0.8, 0.9, 1.0):
+                for n in (50, 100, 200):
+                    r = score(tune, blend_of(Blend(covered, uncovered, low, high, n)))
+                    lo, pa = r.locomo["tune"], r.paraphrase["tune"]
+                    rows.append(
+                        (min(lo / 0.77, pa / 0.92), lo, pa, covered, uncovered, low, high, n)
+                    )
+    rows.sort(reverse=True)
+    print("| covered w | uncovered w | low | high | candidates | LoCoMo R@10 | paraphrase H@5 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for _, lo, pa, covered, uncovered, low, high, n in rows[:20]:
+        print(f"| {covered} | {uncovered} | {low} | {high} | {n} | {lo:.3f} | {pa:.3f} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ablation."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
+    parser.add_argument("--grid", action="store_true", help="print the tuning sweep too")
+    parser.add_argument("--cache", type=Path, help="keep the candidates in this pickle")
+    args = parser.parse_args(argv)
+    import pickle
+
+    if args.cache and args.cache.exists():
+        questions = pickle.loads(args.cache.read_bytes())
+    else:
+        questions = build(args.data)
+        if args.cache:
+            args.cache.write_bytes(pickle.dumps(questions))
+    n_lo = sum(q.kind == "locomo" for q in questions)
+    n_pa = sum(q.kind == "paraphrase" for q in questions)
+    print(
+        f"{n_lo} LoCoMo questions, {n_pa} paraphrase questions ({DISTRACTORS} distractors); "
+        f"machine speed probe {common.machine_speed():.0f} ms"
+    )
+    print_table(questions, variants())
+    if args.grid:
+        grid(questions)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
