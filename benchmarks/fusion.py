@@ -124,7 +124,7 @@ class Result:
 def score(questions: Sequence[Question], rank: Callable[[Question, int], list[str]]) -> Result:
     """LoCoMo recall@10 and paraphrase hit@5, on the tuning split, held out, and all."""
     out = Result()
-    for kind, metric in (("locomo", "recall@10"), ("paraphrase", "hit@5")):
+    for kind in ("locomo", "paraphrase"):
         for split, keep in (("tune", True), ("held-out", False), ("all", None)):
             chosen = [q for q in questions if q.kind == kind and (keep is None or q.tune == keep)]
             total = 0.0
