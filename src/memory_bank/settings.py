@@ -162,6 +162,11 @@ class Settings:
     embeddings_timeout_ms: int = _setting(
         10000, "Milliseconds one request to an openai:<base URL> server may take (retried)."
     )
+    embeddings_worker: bool = _setting(
+        True,
+        "Embed queued memories in a background thread of each serve process; off = only "
+        "`memory-bank reindex --vectors` (or another process) drains the queue.",
+    )
     embeddings_cache_mb: int = _setting(
         256,
         "Megabytes of owners' vector matrices cached per worker process for semantic search "

@@ -6,14 +6,18 @@ import argparse
 
 from tqdm import tqdm
 
-from memory_bank.cli.common import open_database
-from memory_bank.domain import reindex
+from memory_bank.cli.common import CliError, open_database
+from memory_bank.domain import reindex, vector_jobs
+from memory_bank.domain.semantic import from_settings
 from memory_bank.search.document import index_version
 from memory_bank.settings import Settings
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    """Rebuild the postings and statistics of one user or of everyone."""
+    """Rebuild the postings and statistics of one user or of everyone (or, --vectors, embed
+    what has no vector of the configured model)."""
+    if args.vectors:
+        return _vectors(args, settings)
     engine = open_database(settings)
     try:
         total = reindex.count_memories(engine, args.user)
@@ -22,6 +26,27 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         who = f"user {args.user}" if args.user else "all users"
         print(f"reindexed {done} memories of {who} ({index_version()})")
     finally:
+        engine.dispose()
+    return 0
+
+
+def _vectors(args: argparse.Namespace, settings: Settings) -> int:
+    """Queue every memory without a vector of the configured model, then embed the queue."""
+    semantic = from_settings(settings)
+    if semantic is None:
+        raise CliError("--vectors needs MEMORY_BANK_EMBEDDINGS (local, or openai:<base URL>)")
+    engine = open_database(settings)
+    try:
+        owners = [args.user] if args.user else None
+        queued = sum(vector_jobs.queue_missing(engine, semantic.model, owners))
+        total = vector_jobs.pending(engine)
+        print(f"queued {queued} memories without a {semantic.model} vector; {total} to embed")
+        with tqdm(total=total, unit="memory", desc="embed", disable=args.quiet) as bar:
+            while done := vector_jobs.drain_once(engine, semantic, args.batch):
+                bar.update(done)
+        print(f"embedded with {semantic.model}; {vector_jobs.pending(engine)} left in the queue")
+    finally:
+        semantic.close()
         engine.dispose()
     return 0
 
@@ -37,4 +62,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--user", help="only this user's memories (default: everyone)")
     parser.add_argument("--batch", type=int, default=reindex.BATCH, help="memories per transaction")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--vectors",
+        action="store_true",
+        help="embed the memories that have no vector of the configured model (a model change "
+        "re-embeds everything); searches keep working meanwhile",
+    )
     parser.set_defaults(func=_run)

@@ -43,6 +43,9 @@ class BackgroundWorkMiddleware:
         # worker (when semantic search is on) run beside it.
         with (
             checkpoint.in_background(self.state.engine),
-            vector_jobs.running(self.state.engine, self.state.semantic),
+            vector_jobs.running(
+                self.state.engine,
+                self.state.semantic if self.state.settings.embeddings_worker else None,
+            ),
         ):
             await self.app(scope, receive, send)

@@ -1,0 +1,431 @@
+"""Semantic and hybrid search end to end, on SQLite and MariaDB, with the packaged local model
+and with a real HTTP server process speaking the OpenAI embeddings API."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from memory_bank.app import EmbeddingsMisconfigured, create_app, state_of
+from memory_bank.cli import main as cli_main
+from memory_bank.domain import transfer, vector_jobs
+from memory_bank.settings import Settings
+from memory_bank.store import memories as memory_store
+from memory_bank.store import vectors
+from memory_bank.store.engine import reading, writing
+from memory_bank.store.schema import embedding_job, memory_vector
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+from live_server import free_port  # noqa: E402
+
+LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
+LEO = "Leo has football practice every Saturday"
+QUESTION = "What sport does my son do at the weekend?"
+DISTRACTORS = [
+    "The repositories live on a Gitea server we run ourselves",
+    "I bought milk, eggs and bread on the way home",
+    "Meeting with Acme moved to Tuesday afternoon",
+    "My passport expires next autumn",
+    "The boiler service is due in November",
+    "Grandma's birthday falls on the 14th of June",
+]
+
+
+def drain(service: Any) -> int:
+    """Embed everything queued, as a serve process's worker would; how many jobs settled."""
+    state = state_of(service.app)
+    settled = 0
+    while n := vector_jobs.drain_once(service.engine, state.semantic):
+        settled += n
+    return settled
+
+
+def search(service: Any, headers: dict[str, str], q: str, **params: Any) -> dict[str, Any]:
+    """GET /v1/memory/search, asserting a 200."""
+    r = service.client.get("/v1/memory/search", params={"q": q, **params}, headers=headers)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def save(service: Any, headers: dict[str, str], content: str, **body: Any) -> str:
+    """Save a memory and return its id."""
+    r = service.client.post("/v1/memory", json={"content": content, **body}, headers=headers)
+    assert r.status_code == 201, r.text
+    return str(r.json()["memory"]["id"])
+
+
+def vector_rows(engine: sa.Engine, user: str) -> dict[str, tuple[str, int]]:
+    """The user's vector rows: memory id -> (model, dim)."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(memory_vector.c.memory_id, memory_vector.c.model, memory_vector.c.dim).where(
+                memory_vector.c.user_id == user
+            )
+        ).all()
+    return {r.memory_id: (r.model, r.dim) for r in rows}
+
+
+def job_count(engine: sa.Engine) -> int:
+    """Rows in the outbox, over everyone."""
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(embedding_job)).scalar())
+
+
+@pytest.fixture
+def semantic(make_service: Callable[..., Any]) -> Any:
+    """A service with the local model and no background worker (tests drain by hand)."""
+    return make_service(embeddings="local", embeddings_worker=False)
+
+
+@pytest.fixture
+def embedding_server() -> Iterator[Callable[..., str]]:
+    """Start real OpenAI-compatible embedding server processes; returns their base URLs."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(model: str = "other-minilm", *flags: str) -> str:
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, str(TESTS / "embedding_server.py"), str(port), model, *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(process)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(base + "/stats", timeout=1)
+                return base
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("embedding server did not start")
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def stats(base: str) -> dict[str, Any]:
+    """What an embedding server received."""
+    return dict(httpx.get(base + "/stats", timeout=5).json())
+
+
+def test_a_paraphrase_is_found_by_hybrid_and_semantic_but_not_lexical(semantic):
+    alice = semantic.auth("alice")
+    leo = save(semantic, alice, LEO)
+    for text in DISTRACTORS:
+        save(semantic, alice, text)
+    assert drain(semantic) == 1 + len(DISTRACTORS)
+
+    lexical = search(semantic, alice, QUESTION, mode="lexical")
+    assert lexical["mode"] == "lexical"
+    assert leo not in [m["id"] for m in lexical["results"]]
+    for mode in ("semantic", "hybrid"):
+        found = search(semantic, alice, QUESTION, mode=mode, limit=3)
+        assert found["mode"] == mode
+        assert found["results"][0]["id"] == leo, mode
+    # Hybrid is the default once embeddings are on.
+    assert search(semantic, alice, QUESTION)["mode"] == "hybrid"
+
+
+def test_a_save_is_searchable_lexically_before_its_vector_and_semantically_after(semantic):
+    alice = semantic.auth("alice")
+    leo = save(semantic, alice, LEO, contexts=[{"snippet": "He loves the team"}])
+    assert semantic.client.get("/readyz").json()["embeddings_pending"] == 1
+    assert vector_rows(semantic.engine, "alice") == {}
+    before = search(semantic, alice, "football")
+    assert before["mode"] == "hybrid"
+    assert [m["id"] for m in before["results"]] == [leo]
+    assert search(semantic, alice, QUESTION, mode="semantic")["results"] == []
+
+    assert drain(semantic) == 1
+    assert vector_rows(semantic.engine, "alice") == {leo: (LOCAL_MODEL, 384)}
+    assert semantic.client.get("/readyz").json()["embeddings_pending"] == 0
+    assert [m["id"] for m in search(semantic, alice, QUESTION, mode="semantic")["results"]] == [leo]
+
+
+def test_embeddings_off_queues_nothing_and_readyz_is_unchanged(service):
+    alice = service.auth("alice")
+    save(service, alice, LEO)
+    assert job_count(service.engine) == 0
+    assert service.client.get("/readyz").json() == {"status": "ready"}
+    # Asking for semantic search while it is off answers lexically, and says so.
+    found = search(service, alice, "football", mode="semantic")
+    assert found["mode"] == "lexical" and len(found["results"]) == 1
+
+
+def test_delete_removes_the_vector_in_the_same_transaction(semantic):
+    alice = semantic.auth("alice")
+    leo = save(semantic, alice, LEO)
+    drain(semantic)
+    with reading(semantic.engine) as conn:
+        version = vectors.version(conn, "alice")
+    assert leo in vector_rows(semantic.engine, "alice")
+
+    class Abort(Exception):
+        pass
+
+    def delete_then_fail(conn: sa.Connection) -> None:
+        assert memory_store.delete_memory(conn, "alice", leo)
+        assert vector_rows_in(conn, "alice") == set()  # gone inside the transaction
+        raise Abort
+
+    with pytest.raises(Abort):
+        writing(semantic.engine, delete_then_fail)
+    # Rolled back together: the memory and its vector are both still there.
+    assert leo in vector_rows(semantic.engine, "alice")
+    assert semantic.client.get(f"/v1/memory/{leo}", headers=alice).status_code == 200
+
+    assert semantic.client.delete(f"/v1/memory/{leo}", headers=alice).status_code == 204
+    assert vector_rows(semantic.engine, "alice") == {}
+    with reading(semantic.engine) as conn:
+        assert vectors.version(conn, "alice") not in {None, version}
+    assert search(semantic, alice, QUESTION, mode="semantic")["results"] == []
+
+
+def vector_rows_in(conn: sa.Connection, user: str) -> set[str]:
+    """The user's vectors' memory ids, seen from inside a transaction."""
+    stmt = sa.select(memory_vector.c.memory_id).where(memory_vector.c.user_id == user)
+    return set(conn.execute(stmt).scalars())
+
+
+def test_a_deleted_memory_queued_for_embedding_gets_no_vector(semantic):
+    alice = semantic.auth("alice")
+    leo = save(semantic, alice, LEO)
+    assert semantic.client.delete(f"/v1/memory/{leo}", headers=alice).status_code == 204
+    assert job_count(semantic.engine) == 0  # its job went with it
+    assert drain(semantic) == 0
+    assert vector_rows(semantic.engine, "alice") == {}
+
+
+def test_one_users_vectors_never_enter_anothers_ranking(semantic):
+    alice, bob = semantic.auth("alice"), semantic.auth("bob")
+    alices = {save(semantic, alice, LEO), save(semantic, alice, DISTRACTORS[0])}
+    bobs = {save(semantic, bob, text) for text in DISTRACTORS[1:4]}
+    drain(semantic)
+    for mode in ("semantic", "hybrid"):
+        # Alice's search first fills the cache with her matrix; Bob's never sees it.
+        assert {m["id"] for m in search(semantic, alice, QUESTION, mode=mode)["results"]} <= alices
+        assert {m["id"] for m in search(semantic, bob, QUESTION, mode=mode)["results"]} <= bobs
+
+
+def test_an_erased_users_cached_vectors_never_serve_a_new_user_of_that_id(semantic):
+    alice = semantic.auth("alice")
+    old = save(semantic, alice, LEO)
+    drain(semantic)
+    assert [m["id"] for m in search(semantic, alice, QUESTION, mode="semantic")["results"]] == [old]
+    transfer.erase(semantic.engine, "alice")
+    alice = semantic.auth("alice")
+    new = save(semantic, alice, DISTRACTORS[1])
+    drain(semantic)
+    found = search(semantic, alice, QUESTION, mode="semantic")["results"]
+    assert [m["id"] for m in found] == [new]
+
+
+def test_a_model_change_re_embeds_and_never_mixes_models(
+    semantic, make_service, embedding_server, database_url, capsys
+):
+    alice = semantic.auth("alice")
+    ids = {save(semantic, alice, text) for text in [LEO, *DISTRACTORS[:2]]}
+    drain(semantic)
+    assert {model for model, _ in vector_rows(semantic.engine, "alice").values()} == {LOCAL_MODEL}
+
+    base = embedding_server("other-minilm")
+    other = make_service(
+        embeddings=f"openai:{base}", embeddings_model="other-minilm", embeddings_worker=False
+    )
+    # The new model has no vectors yet: semantic search finds nothing rather than ranking
+    # the old model's vectors against a query embedded by the new one; hybrid stays lexical.
+    assert search(other, alice, QUESTION, mode="semantic")["results"] == []
+    assert [m["content"] for m in search(other, alice, "football")["results"]] == [LEO]
+
+    env = {
+        "MEMORY_BANK_DATABASE_URL": database_url,
+        "MEMORY_BANK_EMBEDDINGS": f"openai:{base}",
+        "MEMORY_BANK_EMBEDDINGS_MODEL": "other-minilm",
+    }
+    old_env = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        assert cli_main(["reindex", "--vectors"]) == 0
+    finally:
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    assert "3" in capsys.readouterr().out
+    assert vector_rows(other.engine, "alice") == {mid: ("openai:other-minilm", 384) for mid in ids}
+    found = search(other, alice, QUESTION, mode="semantic", limit=1)["results"]
+    assert [m["content"] for m in found] == [LEO]
+    # The first service's model now has no vectors left: it ranks none of the new ones.
+    assert search(semantic, alice, QUESTION, mode="semantic")["results"] == []
+
+
+def test_with_the_provider_stopped_search_answers_lexically_and_logs_once(
+    make_service, embedding_server, caplog
+):
+    base = embedding_server("other-minilm")
+    service = make_service(
+        embeddings=f"openai:{base}",
+        embeddings_model="other-minilm",
+        embeddings_worker=False,
+        embeddings_timeout_ms=500,
+    )
+    alice = service.auth("alice")
+    leo = save(service, alice, LEO)
+    drain(service)
+    assert search(service, alice, "football")["mode"] == "hybrid"
+
+    stop = httpx.get(base + "/stats")  # the server is up; now stop it
+    assert stop.status_code == 200
+    port = int(base.rsplit(":", 1)[1])
+    _kill_listener(port)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memory_bank.embeddings"):
+        for _ in range(3):
+            found = search(service, alice, "football")
+            assert found["mode"] == "lexical"
+            assert [m["id"] for m in found["results"]] == [leo]
+        assert search(service, alice, QUESTION, mode="semantic")["mode"] == "lexical"
+    warnings = [r for r in caplog.records if "answers lexically" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_a_provider_slower_than_the_deadline_gives_lexical_results(make_service, embedding_server):
+    base = embedding_server("other-minilm", "--delay", "3")
+    service = make_service(
+        embeddings=f"openai:{base}",
+        embeddings_model="other-minilm",
+        embeddings_worker=False,
+        embeddings_deadline_ms=200,
+    )
+    alice = service.auth("alice")
+    leo = save(service, alice, LEO)
+    found = search(service, alice, "football")
+    assert found["mode"] == "lexical"
+    assert [m["id"] for m in found["results"]] == [leo]
+
+
+def _kill_listener(port: int) -> None:
+    """Kill the embedding server process listening on this port (one of ours)."""
+    out = subprocess.run(
+        ["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True
+    ).stdout
+    for line in out.splitlines():
+        if "embedding_server.py" in line and f" {port} " in line + " ":
+            os.kill(int(line.split()[0]), 9)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/stats", timeout=0.5)
+                    time.sleep(0.1)
+                except httpx.HTTPError:
+                    return
+    raise AssertionError(f"no embedding server on port {port}")
+
+
+@pytest.mark.parametrize(
+    ("value", "model", "says"),
+    [
+        ("bogus", "", "must be off, local"),
+        ("openai:not a url", "m", r"needs an http\(s\) URL"),
+        ("openai:http://127.0.0.1:9", "", "needs MEMORY_BANK_EMBEDDINGS_MODEL"),
+        ("local:/no/such/model/dir", "", "neither a directory nor a model name"),
+    ],
+)
+def test_a_bad_embeddings_setting_refuses_to_start(settings, value, model, says):
+    with pytest.raises(EmbeddingsMisconfigured, match=says):
+        create_app(settings.replace(embeddings=value, embeddings_model=model))
+
+
+def test_serve_with_a_bad_embeddings_setting_exits_with_a_message(database_url):
+    env = {
+        **os.environ,
+        "MEMORY_BANK_DATABASE_URL": database_url,
+        "MEMORY_BANK_EMBEDDINGS": "semantic-please",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_bank.cli", "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "MEMORY_BANK_EMBEDDINGS must be off, local" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_openai_provider_against_a_real_server(embedding_server, caplog):
+    from memory_bank.search.local_model import load
+    from memory_bank.search.remote import ProviderError, RemoteProvider
+
+    key = "sk-test-" + "s3cr3t" * 4
+    base = embedding_server("other-minilm", "--key", key, "--fail", "2")
+    provider = RemoteProvider(base, "other-minilm", key, timeout=10)
+    texts = [f"memory number {i} about {DISTRACTORS[i % 6]}" for i in range(70)]
+    with caplog.at_level(logging.DEBUG):
+        rows = provider.embed(texts)
+    assert rows.shape == (70, 384)
+    # The same vectors as the model in-process, in the texts' order (the server answers in
+    # reverse order; the client orders by index).
+    local = load("all-MiniLM-L6-v2").embed(texts)
+    assert float((rows * local).sum(axis=1).min()) > 0.999
+    seen = stats(base)
+    assert seen["failed"] == 2  # two 503s, retried with backoff
+    assert seen["batches"] == [64, 6]
+    assert seen["unauthorized"] == 0
+
+    wrong = RemoteProvider(base, "other-minilm", "sk-wrong-key-" + "x" * 20, timeout=10)
+    with caplog.at_level(logging.DEBUG), pytest.raises(ProviderError) as caught:
+        wrong.embed(["hello"])
+    assert "401" in str(caught.value)
+    assert stats(base)["unauthorized"] == 1  # a 401 is not retried
+    for secret in (key, "sk-wrong-key-"):
+        assert secret not in str(caught.value)
+        assert secret not in repr(wrong)
+        assert all(secret not in r.getMessage() for r in caplog.records)
+
+
+def test_hybrid_search_through_an_openai_compatible_server(make_service, embedding_server):
+    base = embedding_server("other-minilm", "--key", "sk-abc")
+    service = make_service(
+        embeddings=f"openai:{base}/v1",
+        embeddings_model="other-minilm",
+        embeddings_api_key="sk-abc",
+        embeddings_worker=False,
+    )
+    alice = service.auth("alice")
+    leo = save(service, alice, LEO)
+    for text in DISTRACTORS:
+        save(service, alice, text)
+    drain(service)
+    found = search(service, alice, QUESTION, limit=1)
+    assert found["mode"] == "hybrid"
+    assert [m["id"] for m in found["results"]] == [leo]
+    assert vector_rows(service.engine, "alice")[leo] == ("openai:other-minilm", 384)
+
+
+def test_the_worker_drains_the_outbox_in_the_background(make_service):
+    service = make_service(embeddings="local")  # worker on, as in `serve`
+    alice = service.auth("alice")
+    leo = save(service, alice, LEO)
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline and service.client.get("/readyz").json()["embeddings_pending"]
+    ):
+        time.sleep(0.05)
+    assert vector_rows(service.engine, "alice") == {leo: (LOCAL_MODEL, 384)}
