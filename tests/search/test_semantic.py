@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from memory_bank.app import EmbeddingsMisconfigured, create_app, state_of
 from memory_bank.cli import main as cli_main
 from memory_bank.domain import transfer, vector_jobs
-from memory_bank.settings import Settings
 from memory_bank.store import memories as memory_store
 from memory_bank.store import vectors
 from memory_bank.store.engine import reading, writing
