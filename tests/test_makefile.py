@@ -33,12 +33,13 @@ def test_make_run_installs_only_what_serving_needs(tmp_path):
     installs = [line for line in recipe.splitlines() if "pip install" in line]
     assert installs and all(re.search(r"pip install (--quiet )?-e \.$", i) for i in installs)
     assert "[dev" not in recipe and "bench" not in recipe and "apt-get" not in recipe
+    assert "semantic" not in recipe
     assert recipe.rstrip().endswith("memory-bank serve")
 
 
 def test_make_test_still_installs_everything(tmp_path):
     recipe = _recipe("test", tmp_path)
-    assert "-e '.[dev,bench]'" in recipe
+    assert "-e '.[dev,bench,semantic]'" in recipe
     assert "chromium" in recipe and "mysqlclient" in recipe
     assert "pytest" in recipe
 

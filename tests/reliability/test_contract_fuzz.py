@@ -213,3 +213,37 @@ def test_stateful_links(
         )
     )
     figures.add(key + ".runs")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("credential", ["valid"])
+def test_search_with_semantic_search_on(
+    make_service: Any, credential: str, database_url: str, figures: Figures
+) -> None:
+    """getMemorySearch (the operation semantic search changed) fuzzed with embeddings on and
+    vectors present: every mode, every check."""
+    from memory_bank.app import state_of
+    from memory_bank.domain import vector_jobs
+
+    service = make_service(auth_failures_per_minute=0, embeddings="local", embeddings_worker=False)
+    headers = service.auth("fuzzer")
+    for text in ("Leo has football practice every Saturday", "The repositories live on Gitea"):
+        assert service.client.post("/v1/memory", json={"content": text}, headers=headers).is_success
+    vector_jobs.drain_once(service.engine, state_of(service.app).semantic)
+    schema = schemathesis.openapi.from_asgi(
+        "/openapi.json", service.app, config=_config(credential)
+    ).include(operation_id="getMemorySearch")
+    key = f"fuzz.{_engine(database_url)}.semantic"
+    modes: set[str] = set()
+
+    def check(case: Any) -> None:
+        figures.add(key + ".cases")
+        response = case.call(headers=headers)
+        _validate(case, response, credential, headers=headers)
+        if response.status_code == 200:
+            modes.add(response.json()["mode"])
+
+    failures = _run_all_operations(schema, check, MAX_EXAMPLES)
+    assert len(list(schema.get_all_operations())) == 1
+    assert not failures, "\n\n".join(f"{label}: {msg}" for label, msg in failures.items())
+    assert {"hybrid", "semantic", "lexical"} <= modes

@@ -553,6 +553,81 @@ def test_every_statement_on_memory_tables_filters_by_user(
     json.dumps(statements)  # the capture holds plain strings only
 
 
+# The embedding worker's two cross-owner statements: the head of the outbox (it acts for no
+# caller, then works owner by owner) and /readyz's backlog count. Nothing else is exempt.
+def _cross_owner_by_design(sql: str) -> bool:
+    flat = " ".join(sql.split())
+    return (
+        flat.startswith(
+            (
+                "SELECT embedding_job.id, embedding_job.user_id, embedding_job.memory_id "
+                "FROM embedding_job ORDER BY embedding_job.id",
+                "SELECT count(*) AS count_1 FROM embedding_job",
+            )
+        )
+        and " WHERE " not in flat
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sealed", [False, True], ids=["plain", "encrypted"])
+def test_every_statement_on_vector_tables_filters_by_user(make_service, sealed):
+    """With semantic search on: saves (the outbox row), the worker (vectors, versions), every
+    search mode, readiness and deletes, each statement carries its owner."""
+    from memory_bank.app import state_of
+    from memory_bank.domain import vector_jobs
+
+    master = {"master_key": encode_master_key(new_master_key())} if sealed else {}
+    service = make_service(embeddings="local", embeddings_worker=False, **master)
+    semantic = state_of(service.app).semantic
+    statements: list[str] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    engines = list(dict.fromkeys([service.engine, batch_engine(service.engine)]))
+    for engine in engines:
+        sa.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        client = service.client
+        ids = []
+        for user in ("alice", "bob"):
+            headers = service.auth(user)
+            for text in ("Leo has football practice", "The repositories live on Gitea"):
+                r = client.post("/v1/memory", json={"content": text}, headers=headers)
+                ids.append((headers, r.json()["memory"]["id"]))
+        assert client.get("/readyz").json()["embeddings_pending"] == 4
+        assert vector_jobs.drain_once(service.engine, semantic) == 4
+        for headers, _ in ids:
+            for mode in ("hybrid", "semantic", "lexical"):
+                r = client.get(
+                    "/v1/memory/search", params={"q": "sport", "mode": mode}, headers=headers
+                )
+                assert r.json()["mode"] == mode
+        for headers, mid in ids:
+            assert client.delete(f"/v1/memory/{mid}", headers=headers).status_code == 204
+    finally:
+        for engine in engines:
+            sa.event.remove(engine, "before_cursor_execute", capture)
+    tables = owner_tables()
+    vector_tables = {"memory_vector", "embedding_job", "vector_version"}
+    assert vector_tables <= tables
+    touched: set[str] = set()
+    exempt = 0
+    for sql in statements:
+        refs = {name.lower() for name in _TABLE_REF.findall(sql)} & tables
+        if not refs:
+            continue
+        if _cross_owner_by_design(sql):
+            exempt += 1
+            continue
+        touched |= refs
+        for table in refs:
+            assert statement_is_owner_scoped(sql, shard_key(table)), f"not scoped: {sql}"
+    assert vector_tables <= touched
+    assert exempt >= 2  # the outbox scan and the backlog count were seen, and only they
+
+
 def test_the_statement_check_catches_unscoped_sql():
     assert not statement_is_owner_scoped("SELECT memory.id FROM memory WHERE memory.id = ?")
     assert not statement_is_owner_scoped("DELETE FROM memory_term")

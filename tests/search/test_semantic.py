@@ -428,3 +428,52 @@ def test_the_worker_drains_the_outbox_in_the_background(make_service):
     ):
         time.sleep(0.05)
     assert vector_rows(service.engine, "alice") == {leo: (LOCAL_MODEL, 384)}
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_server):
+    from live_server import start_server, stop_server
+
+    from memory_bank.store import keys
+    from memory_bank.store.engine import make_engine
+
+    slow = embedding_server("other-minilm", "--delay", "60")
+    env = {
+        "MEMORY_BANK_EMBEDDINGS_MODEL": "other-minilm",
+        "MEMORY_BANK_EMBEDDINGS_TIMEOUT_MS": "120000",
+    }
+    server = start_server(database_url, {**env, "MEMORY_BANK_EMBEDDINGS": f"openai:{slow}"})
+    engine = make_engine(database_url)
+    try:
+        secret, _ = writing(
+            engine,
+            lambda conn: keys.create_key(conn, "alice", ("mcp:read", "mcp:write"), "t", None, None),
+        )
+        headers = {"Authorization": f"Bearer {secret}"}
+        saved = set()
+        for text in [LEO, *DISTRACTORS[:4]]:
+            r = httpx.post(server.base_url + "/v1/memory", json={"content": text}, headers=headers)
+            assert r.status_code == 201
+            saved.add(r.json()["memory"]["id"])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not stats(slow)["batches"]:
+            time.sleep(0.05)
+        assert stats(slow)["batches"], "the worker never asked for embeddings"
+        # The worker is waiting for the provider with a batch in hand: kill the process.
+        server.process.kill()
+        server.process.wait()
+        assert job_count(engine) == len(saved)
+        assert vector_rows(engine, "alice") == {}
+
+        fast = embedding_server("other-minilm")
+        server = start_server(database_url, {**env, "MEMORY_BANK_EMBEDDINGS": f"openai:{fast}"})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if httpx.get(server.base_url + "/readyz").json()["embeddings_pending"] == 0:
+                break
+            time.sleep(0.1)
+        assert set(vector_rows(engine, "alice")) == saved
+        assert job_count(engine) == 0
+    finally:
+        stop_server(server)
+        engine.dispose()

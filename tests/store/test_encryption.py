@@ -283,3 +283,37 @@ def test_org_memories_are_sealed_under_the_org_s_own_key(make_service, database_
     assert owners == {"org:acme"}  # the org's key; alice saved nothing of her own
     raw = database_bytes(service.engine, database_url)
     assert word[:10].encode() not in raw
+
+
+@pytest.mark.parametrize("sealed", [True, False], ids=["encrypted", "plain-control"])
+def test_vectors_are_sealed_at_rest_and_semantic_search_still_works(
+    make_service, database_url, sealed
+):
+    import base64
+
+    from memory_bank.app import state_of
+    from memory_bank.domain import vector_jobs
+    from memory_bank.search.embeddings import embed_text
+    from memory_bank.search.local_model import load
+
+    master = {"master_key": new_key()} if sealed else {}
+    service = make_service(embeddings="local", embeddings_worker=False, **master)
+    headers = service.auth()
+    content = "Leo has football practice every Saturday"
+    saved = service.client.post("/v1/memory", json={"content": content}, headers=headers)
+    assert saved.status_code == 201
+    assert vector_jobs.drain_once(service.engine, state_of(service.app).semantic) == 1
+    vector = load("all-MiniLM-L6-v2").embed([embed_text(content, [], [])])[0].tobytes()
+    raw = database_bytes(service.engine, database_url)
+    plain_forms = [base64.b64encode(vector)[:40], vector[:32]]
+    if sealed:
+        assert not any(form in raw for form in plain_forms)
+    else:
+        assert base64.b64encode(vector)[:40] in raw  # the control: the scan finds it
+    found = service.client.get(
+        "/v1/memory/search",
+        params={"q": "What sport does my son do at the weekend?", "mode": "semantic"},
+        headers=headers,
+    ).json()
+    assert found["mode"] == "semantic"
+    assert [m["id"] for m in found["results"]] == [saved.json()["memory"]["id"]]
