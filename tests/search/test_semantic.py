@@ -433,7 +433,6 @@ def test_the_worker_drains_the_outbox_in_the_background(make_service):
 @pytest.mark.slow
 def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_server):
     from live_server import start_server, stop_server
-
     from memory_bank.store import keys
     from memory_bank.store.engine import make_engine
 
