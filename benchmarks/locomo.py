@@ -212,6 +212,63 @@ def run_http(
     return scores, common.percentile(latencies, 50) * 1000
 
 
+MODES = ("lexical", "semantic", "hybrid")
+
+
+def wait_for_embeddings(client: httpx.Client, limit_s: float = 3600) -> None:
+    """Wait until the server's worker has embedded every saved memory."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if client.get("/readyz").json().get("embeddings_pending", 0) == 0:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("embeddings still pending")
+
+
+def run_modes(convs: list[Conversation], database_url: str) -> dict[str, Scores]:
+    """Save every turn to a server with semantic search on (the local model), let its worker
+    embed them, then ask every question in each mode."""
+    keys = {c.sample_id: common.make_key(database_url, f"locomo-{c.sample_id}") for c in convs}
+    by_id: dict[str, str] = {}
+    out: dict[str, Scores] = {}
+    with (
+        common.serve(database_url, env={"MEMORY_BANK_EMBEDDINGS": "local"}) as server,
+        httpx.Client(base_url=server.base_url, timeout=60) as client,
+    ):
+        for conv in convs:
+            headers = {"Authorization": f"Bearer {keys[conv.sample_id]}"}
+            for turn in conv.turns:
+                r = client.post("/v1/memory", json=turn.body, headers=headers)
+                r.raise_for_status()
+                by_id[r.json()["memory"]["id"]] = turn.dia_id
+        wait_for_embeddings(client)
+        for mode in MODES:
+
+            def search(user: str, question: str, mode: str = mode) -> list[str]:
+                headers = {"Authorization": f"Bearer {keys[user]}"}
+                params = {"q": question, "limit": LIMIT, "mode": mode}
+                r = client.get("/v1/memory/search", params=params, headers=headers)
+                r.raise_for_status()
+                assert r.json()["mode"] == mode
+                return [by_id[m["id"]] for m in r.json()["results"]]
+
+            out[mode] = evaluate(convs, search)
+    return out
+
+
+def print_modes(scores: dict[str, Scores], v0: Scores | None) -> None:
+    """Recall@10 / hit@10 per category, each mode side by side (and v0's FULLTEXT)."""
+    cols = dict(scores) | ({"OpenWork v0": v0} if v0 else {})
+    print(f"{'category':<14}{'n':>5}  " + "".join(f"{name + ' R/H@10':>22}" for name in cols))
+    for cat, name in CATEGORIES.items():
+        n = next(iter(cols.values())).row(cat)[2]
+        cells = "".join(f"{s.row(cat)[0]:>15.3f} / {s.row(cat)[1]:.3f}" for s in cols.values())
+        print(f"{cat} {name:<12}{n:>5}  {cells}")
+    n = sum(next(iter(cols.values())).count.values())
+    cells = "".join(f"{s.overall()[0]:>15.3f} / {s.overall()[1]:.3f}" for s in cols.values())
+    print(f"{'overall':<14}{n:>5}  {cells}")
+
+
 # --- OpenWork v0: one FULLTEXT index over content, filtered by user ----------------------------
 
 
@@ -433,6 +490,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--ablation", action="store_true", help="print the ablation table")
     parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="semantic search on (local model): lexical, semantic and hybrid side by side",
+    )
+    parser.add_argument(
         "--org-half",
         action="store_true",
         help="save every other turn to the user's org and compare with all personal",
@@ -452,6 +514,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.org_half:
         return org_half(convs, args.engine)
+    if args.semantic:
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.engine == "sqlite":
+                url = f"sqlite:///{tmp}/locomo.db"
+            else:
+                url = common.create_database("mb_bench_locomo_semantic", drop=True)
+            modes = run_modes(convs, url)
+        print(
+            f"memory-bank over HTTP on {args.engine}, MEMORY_BANK_EMBEDDINGS=local; "
+            "v0: MariaDB FULLTEXT natural-language mode filtered by user"
+        )
+        print_modes(modes, None if args.no_v0 else run_v0(convs))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.engine == "sqlite":
             url = f"sqlite:///{tmp}/locomo.db"

@@ -150,7 +150,9 @@ def load_user(conn: sa.Connection, n: int, bodies: list[dict[str, Any]]) -> None
         body = bodies[i]
         mid = new_id("mem")
         tags = json.dumps(body.get("tags", []))
-        mems.append((mid, user, None, body["content"], tags, "benchmark", "user", stamp, stamp))
+        mems.append(
+            (mid, user, None, body["content"], tags, "benchmark", "user", stamp, stamp, None)
+        )
         for pos, c in enumerate(body.get("contexts", []) if full else []):
             ctxs.append(
                 (new_id("mctx"), mid, user, pos, c["snippet"], c["conversation_id"],

@@ -47,6 +47,9 @@ class LocalProvider:
         # One thread per run: the worker and queries share two cores with the database.
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
+        # Batches differ in length, and onnxruntime's arena keeps every peak it ever saw: with
+        # it on, a process embedding 10k memories grew past 9 GB; off, it stays flat.
+        options.enable_cpu_mem_arena = False
         self._session = onnxruntime.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
         )
