@@ -384,6 +384,18 @@ def main(argv: list[str] | None = None) -> int:
         "--report",
         help="comma-separated --json files of earlier runs: print their table and plot, no runs",
     )
+    parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="hybrid vs lexical search and the save rate with embeddings on "
+        "(benchmarks/scale_hybrid.py; its own options follow --hybrid)",
+    )
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--hybrid" in argv:
+        import scale_hybrid
+
+        return scale_hybrid.main([a for a in argv if a != "--hybrid"])
     args = parser.parse_args(argv)
     if args.report:
         saved = [r for f in args.report.split(",") for r in json.loads(Path(f).read_text())]

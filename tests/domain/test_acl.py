@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,10 @@ def world(
 ) -> Iterator[World]:
     """A real server with review required, and a key per role."""
     with _database(request.param, tmp_path_factory.mktemp("acl")) as url:
-        server = start_server(url, {"MEMORY_BANK_REVIEW_REQUIRED": "true"})
+        # Semantic search on (the local model), so its modes get rows of their own below.
+        server = start_server(
+            url, {"MEMORY_BANK_REVIEW_REQUIRED": "true", "MEMORY_BANK_EMBEDDINGS": "local"}
+        )
         engine = make_engine(url, pool_size=1)
         try:
 
@@ -174,6 +178,8 @@ def test_acl_table_by_id(world: World, operation: str, role: str) -> None:
 LISTING_TABLE: dict[str, dict[str, bool]] = {
     "getMemory": {"owner": True, "member": True, "admin": True},
     "getMemorySearch": {"owner": True, "member": True, "admin": True},
+    "getMemorySearch mode=semantic": {"owner": True, "member": True, "admin": True},
+    "getMemorySearch mode=hybrid": {"owner": True, "member": True, "admin": True},
     "getMemoryDrafts": {"owner": True, "member": True, "admin": True},
 }
 for _seen in LISTING_TABLE.values():
@@ -193,8 +199,20 @@ def test_acl_table_listings(world: World, operation: str, role: str) -> None:
         if operation == "getMemory":
             r = world.call(role, "GET", "/v1/memory", params={"limit": 100})
             found = [m["id"] for m in r.json()["memories"]]
-        else:
+        elif operation == "getMemorySearch":
             r = world.call(role, "GET", "/v1/memory/search", params={"q": words})
+            found = [m["id"] for m in r.json()["results"]]
+        else:
+            # By meaning: wait for the target's vector, then ask with its own words (nearest).
+            mode = operation.split("=")[1]
+            content = world.call("owner", "GET", f"/v1/memory/{target}").json()["memory"]
+            deadline = time.monotonic() + 60
+            while world.client.get("/readyz").json()["embeddings_pending"]:
+                assert time.monotonic() < deadline, "embeddings still pending"
+                time.sleep(0.05)
+            params = {"q": content["content"], "mode": mode, "limit": 5}
+            r = world.call(role, "GET", "/v1/memory/search", params=params)
+            assert r.json()["mode"] == mode
             found = [m["id"] for m in r.json()["results"]]
     assert r.status_code == 200, r.text
     assert (target in found) is LISTING_TABLE[operation][role]
