@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -107,6 +108,23 @@ def blend_of(b: Any) -> Callable[[Question, int], list[str]]:
             q.cosine,
             b.dense_weight(q.coverage),
             limit,
+        )
+        return [m for m, _ in fused]
+
+    return rank
+
+
+def agreement(b: Any) -> Callable[[Question, int], list[str]]:
+    """The adaptive blend with coverage lowered when BM25's best hits are far from the best
+    cosine (a variant that was tried, not kept: it trades LoCoMo recall for paraphrases)."""
+    from memory_bank.search import fusion
+
+    def rank(q: Question, limit: int) -> list[str]:
+        dense = _dense(q, b.candidates)
+        near = max((q.cosine.get(m, 0.0) for m, _ in q.lexical[:3]), default=0.0)
+        delta = max(dense[0][1] - near - 0.1, 0.0) if dense else 0.0
+        fused = fusion.fuse(
+            q.lexical[: b.candidates], dense, q.cosine, b.dense_weight(q.coverage - delta), limit
         )
         return [m for m, _ in fused]
 
@@ -237,12 +255,39 @@ def variants() -> list[Variant]:
         Variant("fixed blend w=0.45", blend(0.45, 0.45), "tuned on LoCoMo in the issue"),
         Variant("fixed blend w=0.70", blend(0.70, 0.70)),
         Variant(
+            "  adaptive + cosine agreement (not kept)",
+            agreement(BLEND),
+            "coverage lowered by (top cosine - best BM25 hit's cosine - 0.1)",
+        ),
+        Variant(
             "adaptive blend (shipped)",
             blend_of(BLEND),
             f"w = {BLEND.dense_when_uncovered} up to coverage {BLEND.low}, "
             f"{BLEND.dense_when_covered} from {BLEND.high}; top-{BLEND.candidates} each",
         ),
     ]
+
+
+def plot(questions: Sequence[Question], rows: Sequence[Variant], path: Path) -> None:
+    """Both figures of each variant on all questions, as grouped bars (needs matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores = [score(questions, v.rank) for v in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(9, 4.4))
+    ax.bar(x - 0.2, [s.locomo["all"] for s in scores], 0.4, label="LoCoMo dev recall@10")
+    ax.bar(x + 0.2, [s.paraphrase["all"] for s in scores], 0.4, label="paraphrase hit@5")
+    ax.axhline(0.77, color="C0", linestyle=":", linewidth=1)
+    ax.axhline(0.92, color="C1", linestyle=":", linewidth=1)
+    ax.set_xticks(x, [textwrap.fill(v.name.strip(), 16) for v in rows], fontsize=7)
+    ax.set_ylim(0, 1)
+    ax.set_title("Fusion ablation (dotted: the issue's targets)")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def print_table(questions: Sequence[Question], rows: Sequence[Variant]) -> None:
@@ -288,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
     parser.add_argument("--grid", action="store_true", help="print the tuning sweep too")
     parser.add_argument("--cache", type=Path, help="keep the candidates in this pickle")
+    parser.add_argument("--plot", type=Path, help="write the ablation plot here")
     args = parser.parse_args(argv)
     import pickle
 
@@ -304,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         f"machine speed probe {common.machine_speed():.0f} ms"
     )
     print_table(questions, variants())
+    if args.plot:
+        plot(questions, variants(), args.plot)
     if args.grid:
         grid(questions)
     return 0

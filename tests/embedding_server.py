@@ -3,7 +3,8 @@ the packaged local model: the protocol-level stand-in for Ollama, vLLM, TEI or O
 
 Run as `python tests/embedding_server.py PORT MODEL [--key K] [--delay S] [--fail N]`: --key
 makes it require that bearer key (401 otherwise), --delay answers each request after S seconds,
---fail answers the first N requests with a 503. GET /stats tells what it received.
+--fail answers the first N requests with a 503, --refuse W answers 400 to a request with a text
+containing W. GET /stats tells what it received.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def main() -> None:
     parser.add_argument("--key", default="")
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--fail", type=int, default=0)
+    parser.add_argument("--refuse", default="", help="answer 400 to a request with this word")
     args = parser.parse_args()
     provider = load("all-MiniLM-L6-v2")
     lock = threading.Lock()
@@ -68,6 +70,9 @@ def main() -> None:
                 return
             texts = request["input"]
             texts = [texts] if isinstance(texts, str) else texts
+            if args.refuse and any(args.refuse in t for t in texts):
+                self._answer(400, {"error": {"message": "input refused"}})
+                return
             with lock:
                 stats["batches"].append(len(texts))
             time.sleep(args.delay)

@@ -476,3 +476,18 @@ def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_ser
     finally:
         stop_server(server)
         engine.dispose()
+
+
+def test_a_memory_the_provider_refuses_does_not_block_the_queue(make_service, embedding_server):
+    base = embedding_server("other-minilm", "--refuse", "POISON")
+    service = make_service(
+        embeddings=f"openai:{base}", embeddings_model="other-minilm", embeddings_worker=False
+    )
+    alice = service.auth("alice")
+    bad = save(service, alice, "POISON " * 3)
+    good = save(service, alice, LEO)
+    assert drain(service) == 2
+    assert vector_rows(service.engine, "alice") == {good: ("openai:other-minilm", 384)}
+    assert job_count(service.engine) == 0
+    # The refused memory is still found, lexically.
+    assert [m["id"] for m in search(service, alice, "poison", mode="lexical")["results"]] == [bad]

@@ -38,9 +38,8 @@ def drain_once(engine: Engine, semantic: Semantic, size: int = BATCH) -> int:
     for owner, owned in by_owner.items():
         with reading(engine) as conn:
             found = vectors.sources(conn, owner, list({j.memory_id for j in owned}))
-        made = semantic.provider.embed([embed_text(s.content, s.tags, s.snippets) for s in found])
-        raw = {s.memory_id: made[i].tobytes() for i, s in enumerate(found)}
-        dim = int(made.shape[1]) if len(found) else 0
+        raw = _embed(semantic, found)
+        dim = len(next(iter(raw.values()))) // 4 if raw else 0
         done = [j.id for j in owned]
         try:
             writing(engine, _storer(owner, semantic.model, raw, dim, done))
@@ -49,6 +48,28 @@ def drain_once(engine: Engine, semantic: Semantic, size: int = BATCH) -> int:
             continue
         settled += len(done)
     return settled
+
+
+def _embed(semantic: Semantic, found: list[vectors.Source]) -> dict[str, bytes]:
+    """The sources' vectors as float32 bytes. A batch the provider refuses as such (not an
+    outage) is sent one memory at a time, and a memory it refuses alone is left without a
+    vector (found lexically), so one bad memory cannot block the queue behind it."""
+    texts = [embed_text(s.content, s.tags, s.snippets) for s in found]
+    try:
+        made = semantic.provider.embed(texts)
+        return {s.memory_id: made[i].tobytes() for i, s in enumerate(found)}
+    except Exception as exc:
+        if getattr(exc, "retryable", True):
+            raise  # an outage: the worker backs off and the jobs wait
+    out: dict[str, bytes] = {}
+    for source, text in zip(found, texts, strict=True):
+        try:
+            out[source.memory_id] = semantic.provider.embed([text])[0].tobytes()
+        except Exception as exc:
+            if getattr(exc, "retryable", True):
+                raise
+            log.warning("the embeddings provider refused memory %s: left lexical", source.memory_id)
+    return out
 
 
 def _storer(

@@ -24,7 +24,13 @@ BACKOFF_SECONDS = 0.2
 
 
 class ProviderError(RuntimeError):
-    """The server did not give embeddings (after retries); the message names no secret."""
+    """The server did not give embeddings (after retries); the message names no secret.
+    retryable is False when the server refused the request itself (a 4xx other than 429):
+    sending it again would fail again."""
+
+    def __init__(self, message: str, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class RemoteProvider:
@@ -71,7 +77,7 @@ class RemoteProvider:
                 retry = False
                 reason = "an answer that is not an embeddings list"
             if not retry or attempt == RETRIES:
-                raise ProviderError(f"embeddings server {self._url}: {reason}")
+                raise ProviderError(f"embeddings server {self._url}: {reason}", retry)
             time.sleep(BACKOFF_SECONDS * 2**attempt)
         raise AssertionError("unreachable")
 
