@@ -37,7 +37,9 @@ class Matrix:
         """The cosine of every row with the query."""
         if not self.ids or self.rows.shape[1] != query.shape[0]:
             return np.zeros(len(self.ids), dtype=np.float32)
-        return self.rows @ query
+        # einsum, not a BLAS product: on a busy two-core server BLAS's own threads made this
+        # 10k x 384 product 7 ms at p50 (34 ms at p95) instead of 0.3 ms.
+        return np.einsum("ij,j->i", self.rows, query)
 
     @cached_property
     def row_of(self) -> dict[str, int]:
