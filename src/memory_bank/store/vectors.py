@@ -218,6 +218,14 @@ def remove(conn: Connection, user_id: str, memory_id: str) -> None:
         bump(conn, user_id)
 
 
+def content_changed(conn: Connection, user_id: str, memory_id: str) -> None:
+    """A memory's text changed (an edit, a restore): drop its vector and, with semantic search
+    on, queue a new embedding, in the caller's transaction, so no ranking uses a stale vector."""
+    remove(conn, user_id, memory_id)
+    if queueing(conn):
+        queue(conn, user_id, [memory_id])
+
+
 def bump(conn: Connection, user_id: str) -> None:
     """Give the owner a new random vector version (cached matrices of theirs go stale)."""
     token = secrets.token_hex(16)
