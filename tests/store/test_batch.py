@@ -21,7 +21,7 @@ from memory_bank.store.engine import (
     writing,
 )
 from memory_bank.store.migrate import migrate
-from memory_bank.store.schema import memory, memory_user_stats
+from memory_bank.store.schema import memory, memory_user_stats, metadata
 
 OWNER = store.Owner("alice", None, "test")
 CONTEXTS = [
@@ -41,6 +41,11 @@ def counted_engine(mariadb_url: str) -> Iterator[tuple[sa.Engine, list[str]]]:
     """A one-connection PyMySQL pool on the test database, and the queries its driver sends."""
     engine = make_engine(mariadb_url, pool_size=1, multi_statements=True)
     migrate(engine)
+    # The session's database holds whatever the test before left (others wipe it when they
+    # start): these tests count one user's rows, so they start from empty too.
+    with engine.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            conn.execute(table.delete())
     sent: list[str] = []
     original = engine.pool._creator  # type: ignore[attr-defined]
 
