@@ -115,6 +115,9 @@ def rss_kb(pid: int) -> int:
 def latency(engine_name: str, total: int, queries: list[str], n: int) -> dict[str, Any]:
     """p50/p95 of lexical, hybrid warm and hybrid cold at one size, plus the query embedding."""
     bodies, _ = scale.corpus(locomo.DEFAULT_DATA)
+    if engine_name == "mariadb":
+        # As scale.py does: past ~10M postings a bulk load crawls in the default 128 MB pool.
+        common.size_buffer_pool(4096)
     target = scale.target_for(engine_name, total, reset=False)
     engine = scale.load(target, total, bodies)
     add_vectors(engine, total // scale.PER_USER)
