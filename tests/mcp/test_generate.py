@@ -137,7 +137,7 @@ def test_output_schema_accepts_both_saved_and_pending_answers():
         "created_at": "2026-12-02T09:31:54.123Z",
         "expires_at": "2026-12-09T09:31:54.123Z",
     }
-    assert validator.is_valid({"memory": memory})
+    assert validator.is_valid({"memory": memory, "similar": []})
     assert validator.is_valid({"status": "pending_review", "message": "m", "draft": draft})
     assert not validator.is_valid({"something": "else"})
     assert not validator.is_valid({"memory": "not an object"})

@@ -25,12 +25,12 @@ INSTRUCTIONS = (
 
 
 def tools_for(view: Manifest) -> list[types.Tool]:
-    """What tools/list shows a caller: the capabilities they may use, then the two
-    search-first tools over those (nothing at all when they may use none)."""
+    """What tools/list shows a caller: the listed capabilities they may use, then the two
+    search-first tools over all they may use (nothing at all when they may use none)."""
     if not view.capabilities:
         return []
     definitions = [
-        *(c.definition for c in view.capabilities),
+        *(c.definition for c in view.capabilities if c.listed),
         capabilities.search_tool(),
         capabilities.execute_tool(view),
     ]
