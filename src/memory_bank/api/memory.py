@@ -23,12 +23,13 @@ def postMemory(body: dict[str, Any]) -> Reply:
     memory, alike = memories.save(
         state.engine, principal, body, settings.max_memories_per_user, settings.similar_hints
     )
+    etag = edits.etag(memory["revision"])
     if alike is None:  # dedupe "skip" found this exact memory already kept
-        return _memory_reply(memory)
+        return json_reply({"memory": memory, "similar": []}, 200, {"ETag": etag})
     return json_reply(
         {"memory": memory, "similar": alike},
         201,
-        {"Location": f"/v1/memory/{memory['id']}", "ETag": edits.etag(memory["revision"])},
+        {"Location": f"/v1/memory/{memory['id']}", "ETag": etag},
     )
 
 
