@@ -20,7 +20,9 @@ INSTRUCTIONS = (
     "memory-bank keeps the user's memories. Search with the user's own words before answering "
     "anything that may depend on earlier conversations. To save, draft one crisp sentence, ask "
     "the user to confirm or edit it, then save; never store secrets, credentials, tokens or "
-    "personal data. Delete when the user asks you to forget something."
+    "personal data. When a fact changed, edit the memory (patchMemoryById, through "
+    "execute_capability) rather than saving it again. Delete when the user asks you to forget "
+    "something."
 )
 
 
