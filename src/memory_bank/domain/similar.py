@@ -18,7 +18,7 @@ from memory_bank.store import memories as store
 from memory_bank.store import owner_keys
 from memory_bank.store.engine import reading
 
-THRESHOLD = 0.40
+THRESHOLD = 0.30
 SHOWN = 3
 # The query is the memory's first words only, so a long memory costs what a search does.
 QUERY_CHARS = 512
