@@ -31,34 +31,86 @@ from common import create_database, make_key, start_server, with_driver
 PAIRS: list[tuple[str, str, bool]] = [
     # Exact duplicates, up to case and spacing.
     ("We signed Acme in March.", "we signed  Acme in march.", True),
-    ("Alice prefers window seats on long flights.", "Alice prefers window seats on long flights", True),
-    ("The staging database is backed up nightly at 02:00.", "The staging database is backed up nightly at 02:00.", True),
-    ("Deploys are frozen during the last week of December.", "Deploys are frozen during the last week of December!", True),
+    (
+        "Alice prefers window seats on long flights.",
+        "Alice prefers window seats on long flights",
+        True,
+    ),
+    (
+        "The staging database is backed up nightly at 02:00.",
+        "The staging database is backed up nightly at 02:00.",
+        True,
+    ),
+    (
+        "Deploys are frozen during the last week of December.",
+        "Deploys are frozen during the last week of December!",
+        True,
+    ),
     # True paraphrases: the same fact in other words.
-    ("Alice prefers window seats on long flights.", "On long flights Alice likes a window seat.", True),
+    (
+        "Alice prefers window seats on long flights.",
+        "On long flights Alice likes a window seat.",
+        True,
+    ),
     ("The team lunch is on Fridays at noon.", "Team lunch happens every Friday at noon.", True),
     ("Bob is allergic to peanuts.", "Bob has a peanut allergy.", True),
-    ("Our on-call rotation changes every Monday morning.", "The on-call rotation switches on Monday mornings.", True),
-    ("The Q3 budget review is with finance on October 4.", "Finance holds the Q3 budget review on October 4.", True),
-    ("Carol's favourite coffee is a flat white with oat milk.", "Carol likes her flat white made with oat milk.", True),
+    (
+        "Our on-call rotation changes every Monday morning.",
+        "The on-call rotation switches on Monday mornings.",
+        True,
+    ),
+    (
+        "The Q3 budget review is with finance on October 4.",
+        "Finance holds the Q3 budget review on October 4.",
+        True,
+    ),
+    (
+        "Carol's favourite coffee is a flat white with oat milk.",
+        "Carol likes her flat white made with oat milk.",
+        True,
+    ),
     # Updates of the same fact (what an agent should PATCH instead).
     ("We signed Acme in March.", "We re-signed Acme in January.", True),
     ("The team lunch is on Fridays at noon.", "The team lunch moved to Thursdays at noon.", True),
     ("Bob's manager is Dana.", "Bob's manager is now Erin.", True),
-    ("The office wifi password rotates monthly.", "The office wifi password now rotates weekly.", True),
+    (
+        "The office wifi password rotates monthly.",
+        "The office wifi password now rotates weekly.",
+        True,
+    ),
     ("Release 4.2 ships on June 12.", "Release 4.2 slipped to June 19.", True),
     ("Alice works from the Berlin office.", "Alice moved to the Lisbon office.", True),
-    ("Our staging cluster runs Postgres 14.", "The staging cluster was upgraded to Postgres 16.", True),
+    (
+        "Our staging cluster runs Postgres 14.",
+        "The staging cluster was upgraded to Postgres 16.",
+        True,
+    ),
     ("The standup is at 9:30 every weekday.", "Standup moved to 10:00 every weekday.", True),
     # Sharing only a name: a different fact about the same entity.
     ("We signed Acme in March.", "Acme's support line is slow in the mornings.", False),
-    ("Alice prefers window seats on long flights.", "Alice's daughter starts school in September.", False),
+    (
+        "Alice prefers window seats on long flights.",
+        "Alice's daughter starts school in September.",
+        False,
+    ),
     ("Bob is allergic to peanuts.", "Bob leads the payments migration.", False),
-    ("Carol's favourite coffee is a flat white with oat milk.", "Carol owns the quarterly security audit.", False),
+    (
+        "Carol's favourite coffee is a flat white with oat milk.",
+        "Carol owns the quarterly security audit.",
+        False,
+    ),
     ("Release 4.2 ships on June 12.", "Release 4.3 drops support for Python 3.9.", False),
-    ("The Q3 budget review is with finance on October 4.", "Finance wants receipts within 30 days.", False),
+    (
+        "The Q3 budget review is with finance on October 4.",
+        "Finance wants receipts within 30 days.",
+        False,
+    ),
     ("Our staging cluster runs Postgres 14.", "Staging has its own Slack alert channel.", False),
-    ("Dana runs the design critique on Wednesdays.", "Dana prefers email over chat for approvals.", False),
+    (
+        "Dana runs the design critique on Wednesdays.",
+        "Dana prefers email over chat for approvals.",
+        False,
+    ),
     ("The Berlin office closes at 8 pm.", "The Berlin team uses Linear for tickets.", False),
     ("Globex pays its invoices in 60 days.", "Globex wants a demo of the mobile app.", False),
     # Unrelated.
@@ -67,17 +119,33 @@ PAIRS: list[tuple[str, str, bool]] = [
     ("The team lunch is on Fridays at noon.", "Use UTC in every log line.", False),
     ("Alice prefers window seats on long flights.", "The VPN certificate expires in May.", False),
     ("Release 4.2 ships on June 12.", "Carol's cat is called Miso.", False),
-    ("Our on-call rotation changes every Monday morning.", "The parking garage closes at midnight.", False),
+    (
+        "Our on-call rotation changes every Monday morning.",
+        "The parking garage closes at midnight.",
+        False,
+    ),
 ]
 
 # Written after the threshold was chosen on PAIRS, to check it on pairs it was not tuned on.
 HOLDOUT: list[tuple[str, str, bool]] = [
     ("Erin takes her tea with lemon.", "erin takes her tea with lemon", True),
-    ("The invoice run happens on the 1st of each month.", "Invoices go out on the first of every month.", True),
-    ("Frank is the contact for the Initech account.", "The Initech account's contact is Frank.", True),
+    (
+        "The invoice run happens on the 1st of each month.",
+        "Invoices go out on the first of every month.",
+        True,
+    ),
+    (
+        "Frank is the contact for the Initech account.",
+        "The Initech account's contact is Frank.",
+        True,
+    ),
     ("Backups are kept for 30 days.", "Backups are now kept for 90 days.", True),
     ("The demo for Globex is on Tuesday.", "The Globex demo moved to Wednesday.", True),
-    ("Our API rate limit is 600 requests a minute.", "The API rate limit was raised to 1200 requests a minute.", True),
+    (
+        "Our API rate limit is 600 requests a minute.",
+        "The API rate limit was raised to 1200 requests a minute.",
+        True,
+    ),
     ("Grace prefers meetings after 10 am.", "Grace mentors two new engineers.", False),
     ("The Initech renewal is due in August.", "Initech asked for SSO support.", False),
     ("Backups are kept for 30 days.", "The kitchen is cleaned on Fridays.", False),

@@ -106,9 +106,7 @@ def test_if_match_conflict_is_412_with_the_current_revision(service):
     for tag in ('W/"2"', '"7", "3"', "*"):
         r = _patch(service, headers, mem["id"], {"tags": [tag]}, if_match=tag)
         assert r.status_code == 200, r.text
-    gone = service.client.delete(
-        f"/v1/memory/{mem['id']}", headers={**headers, "If-Match": '"4"'}
-    )
+    gone = service.client.delete(f"/v1/memory/{mem['id']}", headers={**headers, "If-Match": '"4"'})
     assert_problem(gone, 412, "revision_conflict")
     ok = service.client.delete(f"/v1/memory/{mem['id']}", headers={**headers, "If-Match": '"5"'})
     assert ok.status_code == 204

@@ -18,7 +18,9 @@ def _setup(make_service):
     agent = service.auth(scopes=AGENT, source="claude-desktop")
     reviewer = service.auth(scopes=REVIEWER, source="panel")
     r = service.client.post(
-        "/v1/memory", json={"content": "We signed Acme in March", "tags": ["acme"]}, headers=reviewer
+        "/v1/memory",
+        json={"content": "We signed Acme in March", "tags": ["acme"]},
+        headers=reviewer,
     )
     assert r.status_code == 201, r.text
     return service, agent, reviewer, r.json()["memory"]

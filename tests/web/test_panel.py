@@ -483,7 +483,9 @@ def test_edit_inline_conflict_history_and_restore(panel):
     panel.sign_in()
     card = panel.card(saved["id"])
     card.find_element("xpath", ".//button[text()='Edit']").click()
-    editor = panel.wait_for(lambda d: panel.card(saved["id"]).find_element("css selector", "textarea"))
+    editor = panel.wait_for(
+        lambda d: panel.card(saved["id"]).find_element("css selector", "textarea")
+    )
     editor.clear()
     editor.send_keys("We re-signed Acme in January")
     panel.card(saved["id"]).find_element("xpath", ".//button[text()='Save']").click()
@@ -499,7 +501,9 @@ def test_edit_inline_conflict_history_and_restore(panel):
     )
     assert other.status_code == 200
     panel.card(saved["id"]).find_element("xpath", ".//button[text()='Edit']").click()
-    editor = panel.wait_for(lambda d: panel.card(saved["id"]).find_element("css selector", "textarea"))
+    editor = panel.wait_for(
+        lambda d: panel.card(saved["id"]).find_element("css selector", "textarea")
+    )
     editor.send_keys(" (checked)")
     panel.card(saved["id"]).find_element("xpath", ".//button[text()='Save']").click()
     alert = panel.wait_for(
@@ -511,7 +515,9 @@ def test_edit_inline_conflict_history_and_restore(panel):
     panel.driver.refresh()
     panel.wait_for(lambda d: d.find_element("id", "memories").is_displayed())
     panel.wait_for(lambda d: panel.card(saved["id"]).get_attribute("data-revision") == "3")
-    panel.card(saved["id"]).find_element("xpath", ".//button[starts-with(text(), 'History')]").click()
+    panel.card(saved["id"]).find_element(
+        "xpath", ".//button[starts-with(text(), 'History')]"
+    ).click()
     panel.wait_for(
         lambda d: len(panel.card(saved["id"]).find_elements("css selector", ".revision")) == 3
     )

@@ -232,7 +232,9 @@ def _revision(conn: Connection, current: store.MemoryRow, revision: int) -> Revi
 
 def _as_revision(row: store.MemoryRow) -> RevisionRow:
     """A never-edited memory as its one revision."""
-    return RevisionRow(row.revision, row.content, row.tags, row.contexts, row.source, row.updated_at)
+    return RevisionRow(
+        row.revision, row.content, row.tags, row.contexts, row.source, row.updated_at
+    )
 
 
 def history(
@@ -246,8 +248,8 @@ def history(
     """One page of a readable memory's revisions, newest first, with the next cursor."""
     before: int | None = None
     if after:
-        mark = cursor.decode(secret, principal.user_id, after)
-        head, _, number = mark.partition("@")
+        resumed = cursor.decode(secret, principal.user_id, after)
+        head, _, number = resumed.partition("@")
         if head != memory_id or not number.isdigit():
             raise InvalidCursor("The cursor was not issued for this listing.", field="cursor")
         before = int(number)

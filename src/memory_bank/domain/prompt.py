@@ -53,12 +53,12 @@ def render_prompt(spec: dict[str, Any], base_url: str) -> str:
         "`org_scope_forbidden`: tell the user, and do not save it as personal instead.",
         "- A 201 answer lists `similar`: memories already kept on the same subject. If the new "
         "fact updates one of them (a date moved, a decision changed), edit that one instead of "
-        "keeping both; send `\"dedupe\": \"skip\"` to get the existing memory back rather "
+        'keeping both; send `"dedupe": "skip"` to get the existing memory back rather '
         "than a second copy of the same words.",
         "",
         "### Edit",
         f"- When a fact changed or a memory is wrong, correct it in place: {call(EDIT)} with "
-        "only the fields that change, e.g. `{\"content\": \"...\"}` (a list replaces the whole "
+        'only the fields that change, e.g. `{"content": "..."}` (a list replaces the whole '
         "list). It keeps its id and its history. Send the `ETag` you read as `If-Match`: a 412 "
         "`revision_conflict` means it changed meanwhile: fetch it, show the user, then retry.",
         f"- Its history: {call(HISTORY)}; to bring an earlier state back: {call(RESTORE)}.",

@@ -288,7 +288,7 @@ def _settings_body(settings: Settings, mine: bool) -> dict[str, Any]:
 def shape_draft(row: store.DraftRow) -> dict[str, Any]:
     """A draft as the API returns it."""
     created = iso(row.created_at)
-    shaped = {
+    shaped: dict[str, Any] = {
         "id": row.id,
         "status": "pending_review",
         "content": row.content,

@@ -44,9 +44,7 @@ def insert_revision(conn: Connection, user_id: str, memory_id: str, row: Revisio
             memory_id=memory_id,
             revision=row.revision,
             content=seal.seal("memory_revision.content", rid, row.content),
-            tags=seal.seal(
-                "memory_revision.tags", rid, json.dumps(row.tags, ensure_ascii=False)
-            ),
+            tags=seal.seal("memory_revision.tags", rid, json.dumps(row.tags, ensure_ascii=False)),
             contexts=seal.seal(
                 "memory_revision.contexts", rid, json.dumps(contexts, ensure_ascii=False)
             ),
@@ -115,6 +113,4 @@ def _row(r: Any, seal: owner_keys.Sealer) -> RevisionRow:
 
 def context_keys(contexts: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """What makes two context lists the same to a reader (ids and times aside)."""
-    return [
-        (c["snippet"], c["conversation_id"], c["message_id"], c["origin"]) for c in contexts
-    ]
+    return [(c["snippet"], c["conversation_id"], c["message_id"], c["origin"]) for c in contexts]

@@ -180,9 +180,7 @@ memory_revision = Table(
     Column("contexts", LongText, nullable=False),
     Column("source", String(128), nullable=False),
     Column("edited_at", Timestamp, nullable=False),
-    UniqueConstraint(
-        "user_id", "memory_id", "revision", name="uq_memory_revision_user_memory_rev"
-    ),
+    UniqueConstraint("user_id", "memory_id", "revision", name="uq_memory_revision_user_memory_rev"),
     **TABLE_ARGS,
 )
 

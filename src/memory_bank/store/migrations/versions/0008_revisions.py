@@ -23,9 +23,7 @@ _LONG = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 def upgrade() -> None:
     """Add memory.revision and the edit columns of drafts; create memory_revision."""
     # A server default, so existing rows read as revision 1 without being rewritten.
-    op.add_column(
-        "memory", sa.Column("revision", sa.Integer, nullable=False, server_default="1")
-    )
+    op.add_column("memory", sa.Column("revision", sa.Integer, nullable=False, server_default="1"))
     op.add_column("memory_draft", sa.Column("memory_id", sa.String(32), nullable=True))
     op.add_column("memory_draft", sa.Column("base_revision", sa.Integer, nullable=True))
     op.create_table(
