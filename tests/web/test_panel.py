@@ -534,3 +534,30 @@ def test_edit_inline_conflict_history_and_restore(panel):
     history = panel.api("GET", f"/v1/memory/{saved['id']}/revisions").json()["revisions"]
     assert [r["revision"] for r in history] == [4, 3, 2, 1]
     assert history[0]["content"] == "We signed Acme in March"
+
+
+def test_a_draft_of_an_edit_shows_the_memory_as_it_is_and_confirm_applies_it(panel):
+    saved = panel.save("The standup is at 9:30", tags=["team"])["memory"]
+    r = panel.api("PUT", "/v1/memory/settings", json={"review_required": True})
+    assert r.json()["review_in_effect"] is True
+    agent = panel.new_key(AGENT, "claude-desktop")
+    proposed = panel.api(
+        "PATCH", f"/v1/memory/{saved['id']}", agent, json={"content": "The standup is at 10:00"}
+    )
+    assert proposed.status_code == 202, proposed.text
+    draft_id = proposed.json()["draft"]["id"]
+    panel.open()
+    panel.sign_in()
+    panel.driver.find_element("id", "tab-review").click()
+    card = panel.wait_for(
+        lambda d: d.find_element("css selector", f'#draft-list > li[data-id="{draft_id}"] .was')
+    )
+    assert "revision 1" in card.text and "The standup is at 9:30" in card.text
+    item = panel.driver.find_element("css selector", f'li[data-id="{draft_id}"]')
+    assert item.find_element("css selector", "textarea").get_attribute("value") == (
+        "The standup is at 10:00"
+    )
+    item.find_element("xpath", ".//button[text()='Confirm']").click()
+    panel.wait_for(lambda d: "the memory is updated" in panel.text("toast-text"))
+    got = panel.api("GET", f"/v1/memory/{saved['id']}").json()["memory"]
+    assert (got["content"], got["revision"]) == ("The standup is at 10:00", 2)
