@@ -190,7 +190,7 @@ def relative_scores(
             old, _ = memories.save(engine, who, {"content": kept}, hints=False)
             made, _ = memories.save(engine, who, {"content": new}, hints=False)
             with reading(engine) as conn:
-                ranked = dict(similar._ranked(conn, who.user_id, new, similar.CANDIDATES))
+                ranked = dict(similar.ranked(conn, who.user_id, new, similar.CANDIDATES))
             top = ranked.get(made["id"]) or max(ranked.values(), default=0.0)
             score = ranked.get(old["id"], 0.0) / top if top else 0.0
             found.append((wanted, score))

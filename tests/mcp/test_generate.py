@@ -17,7 +17,11 @@ def tools_by_name(spec=None):
 
 def test_one_tool_per_operation_not_marked_off():
     names = list(tools_by_name())
-    assert names == expected_tools()[:-2]
+    # The manifest holds the unlisted ones too (x-mcp-listed: false): execute_capability runs
+    # them, tools/list leaves them out.
+    unlisted = [n for n, t in tools_by_name().items() if t["x-memory-bank"].get("listed") is False]
+    assert unlisted == ["patchMemoryById", "getMemoryRevisions", "postMemoryRestore"]
+    assert [n for n in names if n not in unlisted] == expected_tools()[:-2]
     assert [n for n in names if n in CORE] == CORE
     for off in ("getHealthz", "getReadyz", "getMemoryPrompt"):  # x-mcp: false
         assert off not in names

@@ -31,7 +31,7 @@ def normalised(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-def _ranked(conn: Connection, owner: str, content: str, limit: int) -> list[tuple[str, float]]:
+def ranked(conn: Connection, owner: str, content: str, limit: int) -> list[tuple[str, float]]:
     """The owner's memories best matching this content, with BM25 scores."""
     forms = owner_keys.sealer(conn, owner).term_forms
     return search_index.search(conn, owner, content[:QUERY_CHARS], limit, forms)
@@ -40,7 +40,7 @@ def _ranked(conn: Connection, owner: str, content: str, limit: int) -> list[tupl
 def duplicate_of(conn: Connection, owner: str, content: str) -> store.MemoryRow | None:
     """The owner's memory with the same normalised content, if any (the top candidates of
     the lexical index are compared; an exact duplicate shares every term, so it ranks there)."""
-    ids = [mid for mid, _ in _ranked(conn, owner, content, CANDIDATES)]
+    ids = [mid for mid, _ in ranked(conn, owner, content, CANDIDATES)]
     wanted = normalised(content)
     found = store.get_memories(conn, owner, ids)
     return next(
@@ -51,7 +51,7 @@ def duplicate_of(conn: Connection, owner: str, content: str) -> store.MemoryRow 
 def hints(engine: Engine, owner: str, memory_id: str, content: str) -> list[dict[str, Any]]:
     """Up to SHOWN of the owner's other memories alike enough to this new one, most alike first."""
     with reading(engine) as conn:
-        ranked = _ranked(conn, owner, content, CANDIDATES)
+        ranked = ranked(conn, owner, content, CANDIDATES)
         if not ranked:
             return []
         scores = dict(ranked)
