@@ -51,14 +51,14 @@ def duplicate_of(conn: Connection, owner: str, content: str) -> store.MemoryRow 
 def hints(engine: Engine, owner: str, memory_id: str, content: str) -> list[dict[str, Any]]:
     """Up to SHOWN of the owner's other memories alike enough to this new one, most alike first."""
     with reading(engine) as conn:
-        ranked = ranked(conn, owner, content, CANDIDATES)
-        if not ranked:
+        found = ranked(conn, owner, content, CANDIDATES)
+        if not found:
             return []
-        scores = dict(ranked)
-        top = scores.get(memory_id, ranked[0][1])
+        scores = dict(found)
+        top = scores.get(memory_id, found[0][1])
         alike = [
             (mid, min(1.0, score / top))
-            for mid, score in ranked
+            for mid, score in found
             if mid != memory_id and top > 0 and score / top >= THRESHOLD
         ][:SHOWN]
         rows = store.get_memories(conn, owner, [mid for mid, _ in alike])
