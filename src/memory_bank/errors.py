@@ -182,6 +182,12 @@ class DraftNotFound(NotFound):
     code = "draft_not_found"
 
 
+class RevisionNotFound(NotFound):
+    """No such revision of a memory the caller reads."""
+
+    code = "revision_not_found"
+
+
 class UnknownTool(NotFound):
     """An MCP tool call names no tool of this server."""
 
@@ -210,6 +216,12 @@ class QuotaExceeded(Conflict):
     """The user keeps as many memories as the server allows."""
 
     code = "quota_exceeded"
+
+
+class RevisionConflict(ApiError):
+    """If-Match named a revision that is no longer the memory's current one."""
+
+    status, code, title = 412, "revision_conflict", "Precondition Failed"
 
 
 class PayloadTooLarge(ApiError):
@@ -265,6 +277,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
         MethodNotAllowed,
         RequestTimeout,
         Conflict,
+        RevisionConflict,
         PayloadTooLarge,
         UnsupportedMediaType,
         MisdirectedRequest,

@@ -53,3 +53,8 @@ def utcnow() -> datetime:
 def iso(value: datetime) -> str:
     """UTC ISO-8601 with milliseconds and a Z: 2026-12-02T09:31:54.123Z."""
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def parse_iso(text: str) -> datetime:
+    """The naive UTC datetime an iso() string stands for."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")

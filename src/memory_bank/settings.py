@@ -85,6 +85,11 @@ class Settings:
         "without that scope (server-wide; users can also opt in for themselves).",
     )
     draft_ttl_hours: int = _setting(168, "Hours a draft waits for review before it expires.")
+    similar_hints: bool = _setting(
+        True,
+        "Answer a save with the caller's similar memories (`similar`), from one bounded "
+        "search of their own index; off saves that search.",
+    )
     panel_enabled: bool = _setting(True, "Serve the web panel at /; off = 404 there.")
     panel_link_minutes: int = _setting(
         15, "Minutes the one-time panel sign-in link printed by `memory-bank serve` stays valid."

@@ -46,7 +46,13 @@ CASES = [
     ("POST", "/v1/memory/drafts/{draft}/confirm", f'{{"tags": ["{MARK}", "\\udbff"]}}', "tags.1"),
     ("POST", "/v1/panel/session", f'{{"code": "{MARK}\\ud800.x"}}', "code"),
     ("PUT", "/v1/memory/settings", '{"review_required": ' + DEEP + "}", "review_required"),
+    # Edits are sent as application/merge-patch+json: the same parser and checks.
+    ("PATCH", "/v1/memory/{memory}", f'{{"content": "{MARK}\\ud800"}}', "content"),
+    ("PATCH", "/v1/memory/{memory}", '{"tags": [' + DEEP + "]}", "tags"),
+    ("PATCH", "/v1/memory/{memory}", '{"content": ' + LONG_INT + "}", "content"),
+    ("PATCH", "/v1/memory/{memory}", DEEP, None),
 ]
+MEDIA = {"PATCH": "application/merge-patch+json"}
 
 
 def test_hostile_json_is_a_400_that_names_the_field(make_service):
@@ -59,14 +65,16 @@ def test_hostile_json_is_a_400_that_names_the_field(make_service):
     draft = service.client.post("/v1/memory", json={"content": "waiting"}, headers=agent)
     assert draft.status_code == 202, draft.text
     draft_id = draft.json()["draft"]["id"]
+    kept = service.client.post("/v1/memory", json={"content": "kept as is"}, headers=owner)
+    memory_id = kept.json()["memory"]["id"]
     before = row_counts(service.engine)
     with captured_logs() as logs:
         for method, path, raw, field in CASES:
             r = service.client.request(
                 method,
-                path.format(draft=draft_id),
+                path.format(draft=draft_id, memory=memory_id),
                 content=raw.encode(),
-                headers={**owner, "Content-Type": "application/json"},
+                headers={**owner, "Content-Type": MEDIA.get(method, "application/json")},
             )
             doc = assert_problem(r, 400, "invalid_request", field)
             assert doc.get("field") == field, (path, raw[:60], doc)

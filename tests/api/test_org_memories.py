@@ -260,3 +260,30 @@ def test_org_saves_wait_for_review_and_an_org_reviewer_confirms(make_service):
         ("confirmed", "bob"),
         ("drafted", "alice"),
     ]
+
+
+def test_org_edits_follow_the_delete_rule_and_are_audited(service):
+    alice = service.auth("alice", org="acme", scopes=MEMBER)
+    bob = service.auth("bob", org="acme", scopes=MEMBER)
+    admin = service.auth("erin", org="acme", scopes=ADMIN)
+    mid = _save(service, alice, "Deploys go out on Tuesdays", "org").json()["memory"]["id"]
+    denied = service.client.patch(f"/v1/memory/{mid}", json={"content": "Mine"}, headers=bob)
+    assert assert_problem(denied, 403, "insufficient_scope")["required_scope"] == "org:admin"
+    own = service.client.patch(
+        f"/v1/memory/{mid}", json={"content": "Deploys go out on Wednesdays"}, headers=alice
+    )
+    assert own.status_code == 200 and own.json()["memory"]["scope"] == "org"
+    # Members read the history; the org's index follows the edit for everyone.
+    history = service.client.get(f"/v1/memory/{mid}/revisions", headers=bob).json()["revisions"]
+    assert [r["revision"] for r in history] == [2, 1]
+    found = service.client.get("/v1/memory/search", params={"q": "Wednesdays"}, headers=bob)
+    assert [m["id"] for m in found.json()["results"]] == [mid]
+    restored = service.client.post(f"/v1/memory/{mid}/revisions/1/restore", headers=admin)
+    assert restored.status_code == 200 and restored.json()["memory"]["revision"] == 3
+    entries = service.client.get("/v1/org/audit", headers=admin).json()["entries"]
+    assert [(e["action"], e["actor"]) for e in entries] == [
+        ("edited", "erin"),
+        ("edited", "alice"),
+        ("created", "alice"),
+    ]
+    assert all("Deploys" not in str(e) for e in entries)

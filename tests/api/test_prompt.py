@@ -23,6 +23,9 @@ def test_prompt_is_markdown_built_for_this_server(service):
         "`getMemorySearch` (`GET http://testserver/v1/memory/search`)",
         "`getMemory` (`GET http://testserver/v1/memory`)",
         "`deleteMemoryById` (`DELETE http://testserver/v1/memory/{id}`)",
+        "`patchMemoryById` (`PATCH http://testserver/v1/memory/{id}`)",
+        "edit that one instead",
+        "`If-Match`",
     ):
         assert needed in text, needed
     assert "getMemoryPrompt" not in text and "/healthz" not in text

@@ -136,6 +136,9 @@ Case = tuple[str, str, str, dict[str, Any] | None]
 ID_OPERATIONS: dict[str, Case] = {
     "getMemoryById": ("memory", "GET", "/v1/memory/{id}", None),
     "deleteMemoryById": ("memory", "DELETE", "/v1/memory/{id}", None),
+    "patchMemoryById": ("memory", "PATCH", "/v1/memory/{id}", {"content": "edited by a role"}),
+    "getMemoryRevisions": ("memory", "GET", "/v1/memory/{id}/revisions", None),
+    "postMemoryRestore": ("memory", "POST", "/v1/memory/{id}/revisions/1/restore", None),
     "getMemoryDraftById": ("draft", "GET", "/v1/memory/drafts/{id}", None),
     "postMemoryDraftConfirm": ("draft", "POST", "/v1/memory/drafts/{id}/confirm", None),
     "postMemoryDraftReject": ("draft", "POST", "/v1/memory/drafts/{id}/reject", None),
@@ -143,6 +146,10 @@ ID_OPERATIONS: dict[str, Case] = {
 ID_TABLE: dict[str, dict[str, int | str]] = {
     "getMemoryById": {"owner": 200, "member": 200, "admin": 200},
     "deleteMemoryById": {"owner": 204, "member": 403, "admin": 204},
+    # Editing and restoring follow deleting: the creator (org:write) or an org:admin.
+    "patchMemoryById": {"owner": 200, "member": 403, "admin": 200},
+    "getMemoryRevisions": {"owner": 200, "member": 200, "admin": 200},
+    "postMemoryRestore": {"owner": 200, "member": 403, "admin": 200},
     "getMemoryDraftById": {"owner": 200, "member": 200, "admin": 200},
     "postMemoryDraftConfirm": {"owner": 201, "member": 201, "admin": 201},
     "postMemoryDraftReject": {"owner": 204, "member": 204, "admin": 204},
@@ -276,6 +283,9 @@ def test_rules_in_one_module() -> None:
     assert acl.may_change(_principal("admin"), org, "alice")
     assert not acl.may_change(_principal("other_org"), org, "alice")
     assert not acl.may_change(_principal("owner", ("mcp:write",)), org, "alice")
+    # Edits and restores ask the same rule as deletes (domain/edits.py calls check_change).
+    with pytest.raises(InsufficientScope):
+        acl.check_change(_principal("member"), org, "alice")
     assert acl.may_change(_principal("owner"), "alice", None)
     assert not acl.may_change(_principal("admin"), "alice", None)
     with pytest.raises(InsufficientScope):

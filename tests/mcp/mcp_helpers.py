@@ -45,12 +45,15 @@ CORE = ["postMemory", "getMemory", "getMemorySearch", "getMemoryById", "deleteMe
 
 
 def expected_tools() -> list[str]:
-    """Tool names a host should see: every spec operation not marked x-mcp: false, in spec
-    order, then the two search-first tools."""
+    """Tool names a host should see: every spec operation not marked x-mcp: false or
+    x-mcp-listed: false, in spec order, then the two search-first tools."""
     names = [
         op["operationId"]
         for item in load_spec()["paths"].values()
         for op in item.values()
-        if isinstance(op, dict) and "operationId" in op and op.get("x-mcp") is not False
+        if isinstance(op, dict)
+        and "operationId" in op
+        and op.get("x-mcp") is not False
+        and op.get("x-mcp-listed") is not False
     ]
     return [*names, "search_capabilities", "execute_capability"]

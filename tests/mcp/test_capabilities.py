@@ -22,6 +22,7 @@ def test_a_read_only_view_finds_and_offers_only_reads():
         "getMemorySearch",
         "getMemoryDraftById",
         "getMemoryById",
+        "getMemoryRevisions",
     }
     found = capabilities.search_results(read_only, "save a memory", 5)["results"]
     assert "postMemory" not in [r["name"] for r in found]

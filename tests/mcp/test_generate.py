@@ -17,7 +17,11 @@ def tools_by_name(spec=None):
 
 def test_one_tool_per_operation_not_marked_off():
     names = list(tools_by_name())
-    assert names == expected_tools()[:-2]
+    # The manifest holds the unlisted ones too (x-mcp-listed: false): execute_capability runs
+    # them, tools/list leaves them out.
+    unlisted = [n for n, t in tools_by_name().items() if t["x-memory-bank"].get("listed") is False]
+    assert unlisted == ["patchMemoryById", "getMemoryRevisions", "postMemoryRestore"]
+    assert [n for n in names if n not in unlisted] == expected_tools()[:-2]
     assert [n for n in names if n in CORE] == CORE
     for off in ("getHealthz", "getReadyz", "getMemoryPrompt"):  # x-mcp: false
         assert off not in names
@@ -138,7 +142,7 @@ def test_output_schema_accepts_both_saved_and_pending_answers():
         "created_at": "2026-12-02T09:31:54.123Z",
         "expires_at": "2026-12-09T09:31:54.123Z",
     }
-    assert validator.is_valid({"memory": memory})
+    assert validator.is_valid({"memory": memory, "similar": []})
     assert validator.is_valid({"status": "pending_review", "message": "m", "draft": draft})
     assert not validator.is_valid({"something": "else"})
     assert not validator.is_valid({"memory": "not an object"})

@@ -51,6 +51,8 @@ def check_tool_list(tools) -> None:
 
 
 READS = ["getMemory", "getMemorySearch", "getMemoryDraftById", "getMemoryById"]
+# Reads execute_capability reaches that tools/list does not show (x-mcp-listed: false).
+UNLISTED_READS = ["getMemoryRevisions"]
 
 
 def check_read_only_tools(tools) -> None:
@@ -58,7 +60,7 @@ def check_read_only_tools(tools) -> None:
     by_name = {t.name: t for t in tools}
     assert list(by_name) == [*READS, "search_capabilities", "execute_capability"]
     execute = by_name["execute_capability"]
-    assert execute.input_schema["properties"]["name"]["enum"] == READS
+    assert execute.input_schema["properties"]["name"]["enum"] == [*READS, *UNLISTED_READS]
     assert execute.annotations.read_only_hint is True
 
 
@@ -94,6 +96,37 @@ async def search_first_flow(client: Client, other_users_id: str) -> None:
     # Fields are named as REST names them, with REST's wording.
     assert deep.is_error and payload(deep)["field"] == "contexts.0.snippet"
     assert payload(deep)["detail"] == "'contexts.0.snippet' must not be empty."
+
+    # Correcting it: the edit tool is not in tools/list, but search finds it and execute runs it.
+    found = await client.call_tool("search_capabilities", {"query": "update a memory"})
+    assert found.structured_content["results"][0]["name"] == "patchMemoryById"
+    edited = await client.call_tool(
+        "execute_capability",
+        {
+            "name": "patchMemoryById",
+            "arguments": {
+                "id": memory["id"],
+                "content": "We picked Globex for the widget contract.",
+                "if_match": '"1"',
+            },
+        },
+    )
+    assert not edited.is_error, edited.content
+    assert edited.structured_content["memory"]["revision"] == 2
+    stale = await client.call_tool(
+        "execute_capability",
+        {
+            "name": "patchMemoryById",
+            "arguments": {"id": memory["id"], "content": "Stale", "if_match": '"1"'},
+        },
+    )
+    assert stale.is_error and payload(stale)["code"] == "revision_conflict"
+    history = await client.call_tool(
+        "execute_capability", {"name": "getMemoryRevisions", "arguments": {"id": memory["id"]}}
+    )
+    assert [r["revision"] for r in history.structured_content["revisions"]] == [2, 1]
+    hits = await client.call_tool("getMemorySearch", {"q": "Globex"})
+    assert [r["id"] for r in hits.structured_content["results"]] == [memory["id"]]
 
     deleted = await client.call_tool("deleteMemoryById", {"id": memory["id"]})
     assert deleted.structured_content == {"ok": True, "status": 204, "id": memory["id"]}

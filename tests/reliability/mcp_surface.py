@@ -52,9 +52,13 @@ def mcp_attacks(
             server = build_server(loaded, Executor(http, lambda: secret))
             async with Client(server) as client:
                 for cap in loaded.capabilities:
+                    # The id is attacked; another path argument (a revision number) is valid.
                     path_args = [a for a, b in cap.arguments.items() if b["in"] == "path"]
+                    numbers = [a for a in path_args if a != "id"]
+                    path_args = [a for a in path_args if a == "id"]
                     required = cap.definition["inputSchema"].get("required", [])
                     base = {a: "shared words" for a in required if a not in path_args}
+                    base |= dict.fromkeys(numbers, 1)
                     if "content" in cap.arguments:
                         base["content"] = "attacker note via mcp"
                     for victim in ("bob", "carol", "org:other"):
@@ -94,7 +98,7 @@ def mcp_attacks(
                     for value in [*INJECTED, f"drafts/{draft}", f"drafts%2F{draft}"]:
                         if not path_args:
                             break
-                        args = {a: value for a in path_args}
+                        args = {a: value if a == "id" else 1 for a in path_args}
                         for result in (
                             await client.call_tool(cap.name, args),
                             await client.call_tool(

@@ -199,10 +199,11 @@ def _call(world: World, op: Operation, user: str, path: str, **kwargs: Any) -> A
 
 
 def _fill(op: Operation, segment: str) -> str:
-    """The operation's path with every path parameter set to a raw segment."""
+    """The operation's path with its id set to a raw segment (any other path parameter, such
+    as a revision number, to a valid value: the id is what is attacked)."""
     path = op.path
     for name in op.path_params:
-        path = path.replace("{" + name + "}", segment)
+        path = path.replace("{" + name + "}", segment if name == "id" else "1")
     return path
 
 

@@ -491,3 +491,53 @@ def test_a_memory_the_provider_refuses_does_not_block_the_queue(make_service, em
     assert job_count(service.engine) == 0
     # The refused memory is still found, lexically.
     assert [m["id"] for m in search(service, alice, "poison", mode="lexical")["results"]] == [bad]
+
+
+def test_an_edit_drops_the_old_vector_and_queues_a_new_one_in_its_transaction(semantic):
+    import dataclasses
+
+    from memory_bank.domain import edits
+
+    alice = semantic.auth("alice")
+    mid = save(semantic, alice, LEO)
+    drain(semantic)
+    assert mid in vector_rows(semantic.engine, "alice")
+    gitea = DISTRACTORS[0]
+
+    class Abort(Exception):
+        pass
+
+    def edit_then_fail(conn: sa.Connection) -> None:
+        row = memory_store.locked(conn, "alice", mid)
+        assert row is not None
+        edited = dataclasses.replace(row, content=gitea, revision=row.revision + 1)
+        edits.content_changed(conn, edited, False)
+        # Inside the edit's transaction: the stale vector is gone and a new job is queued.
+        assert vector_rows_in(conn, "alice") == set()
+        queued = sa.select(embedding_job.c.memory_id).where(embedding_job.c.user_id == "alice")
+        assert list(conn.execute(queued).scalars()) == [mid]
+        raise Abort
+
+    with pytest.raises(Abort):
+        writing(semantic.engine, edit_then_fail)
+    # Rolled back together: the old vector and no job.
+    assert mid in vector_rows(semantic.engine, "alice") and job_count(semantic.engine) == 0
+
+    r = semantic.client.patch(f"/v1/memory/{mid}", json={"content": gitea}, headers=alice)
+    assert r.status_code == 200, r.text
+    assert vector_rows(semantic.engine, "alice") == {} and job_count(semantic.engine) == 1
+    # Until the new vector exists no ranking uses the stale one: the old meaning finds nothing.
+    assert search(semantic, alice, QUESTION, mode="semantic")["results"] == []
+    assert drain(semantic) == 1
+    where = "Where is our source code hosted?"
+    found = search(semantic, alice, where, mode="semantic", limit=1)["results"]
+    assert [m["id"] for m in found] == [mid]
+
+    # A restore is an edit too: revision 1's words come back, and so does their meaning.
+    r = semantic.client.post(f"/v1/memory/{mid}/revisions/1/restore", headers=alice)
+    assert r.status_code == 200, r.text
+    assert job_count(semantic.engine) == 1
+    drain(semantic)
+    found = search(semantic, alice, QUESTION, mode="semantic", limit=1)["results"]
+    assert [m["id"] for m in found] == [mid]
+    assert found[0]["content"] == LEO

@@ -317,3 +317,43 @@ def test_vectors_are_sealed_at_rest_and_semantic_search_still_works(
     ).json()
     assert found["mode"] == "semantic"
     assert [m["id"] for m in found["results"]] == [saved.json()["memory"]["id"]]
+
+
+def _edit_everywhere(service, word: str) -> tuple[str, dict[str, str]]:
+    """A memory edited twice (its revisions hold the word in content, tags and contexts) and
+    an agent's pending edit draft with the word."""
+    reviewer = service.auth(scopes=REVIEWER)
+    saved = service.client.post("/v1/memory", json={"content": "plain start"}, headers=reviewer)
+    mid = saved.json()["memory"]["id"]
+    for n in (1, 2):
+        body = {
+            "content": f"The {word} plan, take {n}.",
+            "tags": [f"tag-{word}-{n}"],
+            "contexts": [{"snippet": f"said {word} again", "conversation_id": f"c-{word}"}],
+        }
+        r = service.client.patch(f"/v1/memory/{mid}", json=body, headers=reviewer)
+        assert r.status_code == 200, r.text
+    proposed = service.client.patch(
+        f"/v1/memory/{mid}", json={"content": f"Agent's {word} idea"}, headers=service.auth()
+    )
+    assert proposed.status_code == 202, proposed.text
+    return mid, reviewer
+
+
+@pytest.mark.parametrize("sealed", [True, False])
+def test_revisions_and_edit_drafts_are_sealed(make_service, database_url, sealed):
+    changes = {"master_key": new_key()} if sealed else {}
+    service = make_service(review_required=True, **changes)
+    word = unique_word()
+    mid, headers = _edit_everywhere(service, word)
+    history = service.client.get(f"/v1/memory/{mid}/revisions", headers=headers).json()
+    assert [r["revision"] for r in history["revisions"]] == [3, 2, 1]
+    assert word in history["revisions"][1]["content"]
+    assert history["revisions"][1]["tags"] == [f"tag-{word}-1"]
+    assert history["revisions"][0]["contexts"][0]["citation"]["conversation_id"] == f"c-{word}"
+    drafts = service.client.get("/v1/memory/drafts", headers=headers).json()["drafts"]
+    assert word in drafts[0]["content"] and drafts[0]["memory_id"] == mid
+    raw = database_bytes(service.engine, database_url)
+    # Sealed: the word is in no table's bytes; the control without a key shows the scan finds it.
+    assert mid.encode() in raw
+    assert (word[:10].encode() in raw) is not sealed

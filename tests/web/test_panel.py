@@ -478,3 +478,89 @@ def test_error_states_when_memory_is_switched_off_for_the_user(panel):
     field.send_keys(panel.key)
     field.submit()
     panel.wait_for(lambda d: "switched off for this user" in panel.text("signin-error"))
+
+
+def test_edit_inline_conflict_history_and_restore(panel):
+    saved = panel.save("We signed Acme in March", tags=["acme"])["memory"]
+    panel.open()
+    panel.sign_in()
+    card = panel.card(saved["id"])
+    card.find_element("xpath", ".//button[text()='Edit']").click()
+    editor = panel.wait_for(
+        lambda d: panel.card(saved["id"]).find_element("css selector", "textarea")
+    )
+    editor.clear()
+    editor.send_keys("We re-signed Acme in January")
+    panel.card(saved["id"]).find_element("xpath", ".//button[text()='Save']").click()
+    panel.wait_for(lambda d: panel.card(saved["id"]).get_attribute("data-revision") == "2")
+    assert panel.card(saved["id"]).find_element("css selector", ".content").text == (
+        "We re-signed Acme in January"
+    )
+    got = panel.api("GET", f"/v1/memory/{saved['id']}").json()["memory"]
+    assert got["content"] == "We re-signed Acme in January" and got["revision"] == 2
+    # Someone else edits it meanwhile: the panel's next edit is refused with a conflict message.
+    other = panel.api(
+        "PATCH", f"/v1/memory/{saved['id']}", json={"content": "Acme renewed in February"}
+    )
+    assert other.status_code == 200
+    panel.card(saved["id"]).find_element("xpath", ".//button[text()='Edit']").click()
+    editor = panel.wait_for(
+        lambda d: panel.card(saved["id"]).find_element("css selector", "textarea")
+    )
+    editor.send_keys(" (checked)")
+    panel.card(saved["id"]).find_element("xpath", ".//button[text()='Save']").click()
+    alert = panel.wait_for(
+        lambda d: panel.card(saved["id"]).find_element("css selector", ".editor .error").text
+    )
+    assert "changed since you opened it" in alert and "revision 3" in alert
+    assert panel.api("GET", f"/v1/memory/{saved['id']}").json()["memory"]["revision"] == 3
+    # History after a reload shows three revisions; restoring the first appends a fourth.
+    panel.driver.refresh()
+    panel.wait_for(lambda d: d.find_element("id", "memories").is_displayed())
+    panel.wait_for(lambda d: panel.card(saved["id"]).get_attribute("data-revision") == "3")
+    panel.card(saved["id"]).find_element(
+        "xpath", ".//button[starts-with(text(), 'History')]"
+    ).click()
+    panel.wait_for(
+        lambda d: len(panel.card(saved["id"]).find_elements("css selector", ".revision")) == 3
+    )
+    first = panel.card(saved["id"]).find_element("css selector", '.revision[data-revision="1"]')
+    assert "We signed Acme in March" in first.text
+    first.find_element("xpath", ".//button[text()='Restore']").click()
+    panel.wait_for(lambda d: panel.card(saved["id"]).get_attribute("data-revision") == "4")
+    panel.wait_for(
+        lambda d: len(panel.card(saved["id"]).find_elements("css selector", ".revision")) == 4
+    )
+    assert panel.card(saved["id"]).find_element("css selector", ".content").text == (
+        "We signed Acme in March"
+    )
+    history = panel.api("GET", f"/v1/memory/{saved['id']}/revisions").json()["revisions"]
+    assert [r["revision"] for r in history] == [4, 3, 2, 1]
+    assert history[0]["content"] == "We signed Acme in March"
+
+
+def test_a_draft_of_an_edit_shows_the_memory_as_it_is_and_confirm_applies_it(panel):
+    saved = panel.save("The standup is at 9:30", tags=["team"])["memory"]
+    r = panel.api("PUT", "/v1/memory/settings", json={"review_required": True})
+    assert r.json()["review_in_effect"] is True
+    agent = panel.new_key(AGENT, "claude-desktop")
+    proposed = panel.api(
+        "PATCH", f"/v1/memory/{saved['id']}", agent, json={"content": "The standup is at 10:00"}
+    )
+    assert proposed.status_code == 202, proposed.text
+    draft_id = proposed.json()["draft"]["id"]
+    panel.open()
+    panel.sign_in()
+    panel.driver.find_element("id", "tab-review").click()
+    card = panel.wait_for(
+        lambda d: d.find_element("css selector", f'#draft-list > li[data-id="{draft_id}"] .was')
+    )
+    assert "revision 1" in card.text and "The standup is at 9:30" in card.text
+    item = panel.driver.find_element("css selector", f'li[data-id="{draft_id}"]')
+    assert item.find_element("css selector", "textarea").get_attribute("value") == (
+        "The standup is at 10:00"
+    )
+    item.find_element("xpath", ".//button[text()='Confirm']").click()
+    panel.wait_for(lambda d: "the memory is updated" in panel.text("toast-text"))
+    got = panel.api("GET", f"/v1/memory/{saved['id']}").json()["memory"]
+    assert (got["content"], got["revision"]) == ("The standup is at 10:00", 2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from connexion.context import context as connexion_context
+from connexion.context import request as connexion_request
 
 from memory_bank.auth import Principal
 from memory_bank.errors import Unauthorized
@@ -30,3 +31,9 @@ def current_switches() -> UserSettings:
     if found is None:
         raise RuntimeError("this operation is not marked x-user-switches in the spec")
     return found
+
+
+def current_header(name: str) -> str | None:
+    """A request header of the request being handled (None when absent)."""
+    value: str | None = connexion_request.headers.get(name)
+    return value

@@ -1,13 +1,13 @@
-"""Handlers for /v1/memory: save, search, list, get and delete."""
+"""Handlers for /v1/memory: save, search, list, get, edit, revisions and delete."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from memory_bank import state as app_state
-from memory_bank.api.context import current_principal, current_switches
+from memory_bank.api.context import current_header, current_principal, current_switches
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.domain import memories, review
+from memory_bank.domain import edits, memories, review
 
 
 def postMemory(body: dict[str, Any]) -> Reply:
@@ -19,10 +19,19 @@ def postMemory(body: dict[str, Any]) -> Reply:
         envelope = review.submit(state.engine, state.settings, principal, body)
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})
-    memory = memories.save(state.engine, principal, body, state.settings.max_memories_per_user)
-    if state.semantic is not None:
-        state.semantic.wake.set()  # its embedding job is queued: no need to wait for a poll
-    return json_reply({"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}"})
+    settings = state.settings
+    memory, alike = memories.save(
+        state.engine, principal, body, settings.max_memories_per_user, settings.similar_hints
+    )
+    _wake(state)
+    etag = edits.etag(memory["revision"])
+    if alike is None:  # dedupe "skip" found this exact memory already kept
+        return json_reply({"memory": memory, "similar": []}, 200, {"ETag": etag})
+    return json_reply(
+        {"memory": memory, "similar": alike},
+        201,
+        {"Location": f"/v1/memory/{memory['id']}", "ETag": etag},
+    )
 
 
 def getMemorySearch(q: str, limit: int = 20, scope: str = "all", mode: str | None = None) -> Reply:
@@ -44,11 +53,62 @@ def getMemory(limit: int = 20, cursor: str | None = None, scope: str = "all") ->
 def getMemoryById(id: str) -> Reply:
     """Fetch one of the caller's memories."""
     state = app_state.current()
-    return json_reply({"memory": memories.fetch(state.engine, current_principal(), id)})
+    return _memory_reply(memories.fetch(state.engine, current_principal(), id))
+
+
+def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
+    """Edit one of the caller's memories (merge-patch), or propose the edit for review."""
+    state = app_state.current()
+    principal = current_principal()
+    if_match = current_header("If-Match")
+    scope = edits.owner_scope(state.engine, principal, id)
+    if review.needs_review(state.settings, principal, current_switches(), scope):
+        envelope = review.submit_edit(state.engine, state.settings, principal, id, body, if_match)
+        if "memory" in envelope:  # an edit that changes nothing: no draft
+            return _memory_reply(envelope["memory"])
+        location = f"/v1/memory/drafts/{envelope['draft']['id']}"
+        return json_reply(envelope, 202, {"Location": location})
+    edited = edits.patch(state.engine, principal, id, body, if_match)
+    _wake(state)
+    return _memory_reply(edited)
+
+
+def getMemoryRevisions(id: str, limit: int = 20, cursor: str | None = None) -> Reply:
+    """List a memory's revisions, newest first."""
+    state = app_state.current()
+    found = edits.history(state.engine, state.secret, current_principal(), id, limit, cursor)
+    return json_reply(found)
+
+
+def postMemoryRestore(id: str, revision: int) -> Reply:
+    """Make an old revision of a memory its newest one."""
+    state = app_state.current()
+    restored = edits.restore(
+        state.engine, current_principal(), id, revision, current_header("If-Match")
+    )
+    _wake(state)
+    return _memory_reply(restored)
 
 
 def deleteMemoryById(id: str) -> Reply:
-    """Delete one of the caller's memories."""
+    """Delete one of the caller's memories (If-Match: only at that revision)."""
     state = app_state.current()
-    memories.remove(state.engine, current_principal(), id)
+    if_match = current_header("If-Match")
+    memories.remove(
+        state.engine,
+        current_principal(),
+        id,
+        None if if_match is None else lambda revision: edits.check_match(if_match, revision),
+    )
     return empty_reply()
+
+
+def _memory_reply(memory: dict[str, Any]) -> Reply:
+    """A MemoryEnvelope with the memory's ETag."""
+    return json_reply({"memory": memory}, 200, {"ETag": edits.etag(memory["revision"])})
+
+
+def _wake(state: app_state.AppState) -> None:
+    """Tell the embedding worker a job was queued, so it need not wait for its next poll."""
+    if state.semantic is not None:
+        state.semantic.wake.set()

@@ -7,7 +7,7 @@ from typing import Any
 from memory_bank import state as app_state
 from memory_bank.api.context import current_principal
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.domain import review
+from memory_bank.domain import edits, review
 
 
 def getMemoryDrafts(limit: int = 20, cursor: str | None = None) -> Reply:
@@ -25,8 +25,13 @@ def getMemoryDraftById(id: str) -> Reply:
 def postMemoryDraftConfirm(id: str, body: dict[str, Any] | None = None) -> Reply:
     """Confirm a draft, optionally edited: it becomes a memory."""
     state = app_state.current()
-    memory = review.confirm(state.engine, current_principal(), id, body)
-    return json_reply({"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}"})
+    memory, created = review.confirm(state.engine, current_principal(), id, body)
+    etag = edits.etag(memory["revision"])
+    if not created:  # an edit's draft: the memory's next revision
+        return json_reply({"memory": memory}, 200, {"ETag": etag})
+    return json_reply(
+        {"memory": memory}, 201, {"Location": f"/v1/memory/{memory['id']}", "ETag": etag}
+    )
 
 
 def postMemoryDraftReject(id: str) -> Reply:

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
-from memory_bank.domain import acl, cursor, org_log
+from memory_bank.domain import acl, cursor, org_log, similar
 from memory_bank.domain.semantic import Semantic
 from memory_bank.errors import MemoryNotFound, QuotaExceeded, UnsupportedMediaType
 from memory_bank.ids import is_id, iso, new_id, utcnow
@@ -56,24 +56,40 @@ def _trimmed(value: str | None) -> str | None:
 
 
 def save(
-    engine: Engine, principal: Principal, body: dict[str, Any], max_memories: int = 0
-) -> dict[str, Any]:
+    engine: Engine,
+    principal: Principal,
+    body: dict[str, Any],
+    max_memories: int = 0,
+    hints: bool = True,
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """Save a memory for the principal, or its org (scope "org", when allowed); the source
-    comes from the credential."""
+    comes from the credential. Returns the memory and the similar ones already kept (hints
+    on), or, with dedupe "skip" and an exact duplicate kept, that one and None."""
     content, tags, contexts = parse_new_memory(body)
     owner = owner_of(principal, body.get("scope"))
+    skip_duplicate = body.get("dedupe") == "skip"
 
-    def work(conn: Connection) -> store.MemoryRow:
+    def work(conn: Connection) -> tuple[store.MemoryRow, bool]:
+        if skip_duplicate:
+            kept = similar.duplicate_of(conn, owner.user_id, content)
+            if kept is not None:
+                return kept, False
         check_quota(conn, owner.user_id, max_memories)
         memory_id = new_id("mem")
         org_log.record(conn, principal, owner.user_id, org_log.CREATED, memory_id=memory_id)
         # The insert is the transaction's last step, so its COMMIT may ride along with it.
         index = postings_of(content, tags, [c.snippet for c in contexts])
-        return store.insert_memory(
+        row = store.insert_memory(
             conn, owner, content, tags, contexts, index, memory_id=memory_id, commit=True
         )
+        return row, True
 
-    return shape(writing(engine, work, batched=True))
+    row, created = writing(engine, work, batched=True)
+    if not created:
+        return shape(row), None
+    # Read after the commit, outside the write: the hint never holds a write lock.
+    alike = similar.hints(engine, owner.user_id, row.id, content) if hints else []
+    return shape(row), alike
 
 
 def owner_of(principal: Principal, scope: str | None) -> store.Owner:
@@ -109,9 +125,15 @@ def fetch(engine: Engine, principal: Principal, memory_id: str) -> dict[str, Any
     raise MemoryNotFound(NOT_FOUND, field="id")
 
 
-def remove(engine: Engine, principal: Principal, memory_id: str) -> None:
+def remove(
+    engine: Engine,
+    principal: Principal,
+    memory_id: str,
+    check_match: Callable[[int], None] | None = None,
+) -> None:
     """Delete a memory the principal may change (acl); again is fine; 404 for ids it cannot
-    read, 403 for a readable org memory it may not delete."""
+    read, 403 for a readable org memory it may not delete; check_match vets its revision
+    (If-Match, domain/edits.py)."""
     if not is_id(memory_id, "mem"):
         raise MemoryNotFound(NOT_FOUND, field="id")
     now = utcnow()
@@ -120,9 +142,11 @@ def remove(engine: Engine, principal: Principal, memory_id: str) -> None:
     def work(conn: Connection) -> bool:
         for owner in readable:
             store.purge_tombstones(conn, owner, now - TOMBSTONE_KEPT)
-            exists, created_by = store.author(conn, owner, memory_id)
+            exists, created_by, revision = store.author(conn, owner, memory_id)
             if exists:
                 acl.check_change(principal, owner, created_by)
+                if check_match is not None:
+                    check_match(revision)
                 store.delete_memory(conn, owner, memory_id, now)
                 org_log.record(conn, principal, owner, org_log.DELETED, memory_id=memory_id)
                 return True
@@ -278,6 +302,7 @@ def shape(row: store.MemoryRow) -> dict[str, Any]:
         "scope": row.scope,
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
+        "revision": row.revision,
         "contexts": [shape_context(c) for c in row.contexts],
     }
     if row.scope == "org":

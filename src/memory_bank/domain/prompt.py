@@ -7,19 +7,23 @@ from typing import Any
 from memory_bank.spec import operations
 
 # The operations the snippet's how-to refers to; each must exist in the spec.
-SAVE, SEARCH, LIST, FETCH, DELETE = (
+SAVE, SEARCH, LIST, FETCH, EDIT, HISTORY, RESTORE, DELETE = (
     "postMemory",
     "getMemorySearch",
     "getMemory",
     "getMemoryById",
+    "patchMemoryById",
+    "getMemoryRevisions",
+    "postMemoryRestore",
     "deleteMemoryById",
 )
+NEEDED = (SAVE, SEARCH, LIST, FETCH, EDIT, HISTORY, RESTORE, DELETE)
 
 
 def render_prompt(spec: dict[str, Any], base_url: str) -> str:
     """The snippet as Markdown, with calls spelled against base_url."""
     ops = {op.id: (op.method.upper(), op.path, op.definition) for op in operations(spec)}
-    missing = [name for name in (SAVE, SEARCH, LIST, FETCH, DELETE) if name not in ops]
+    missing = [name for name in NEEDED if name not in ops]
     if missing:
         raise ValueError(f"the spec lacks operation(s) the prompt needs: {', '.join(missing)}")
     base = base_url.rstrip("/")
@@ -47,6 +51,17 @@ def render_prompt(spec: dict[str, Any], base_url: str) -> str:
         "the user asks to share (a runbook step, a customer's preference), never secrets or "
         "personal matters. Without an org or the `org:write` scope this is a 403 "
         "`org_scope_forbidden`: tell the user, and do not save it as personal instead.",
+        "- A 201 answer lists `similar`: memories already kept on the same subject. If the new "
+        "fact updates one of them (a date moved, a decision changed), edit that one instead of "
+        'keeping both; send `"dedupe": "skip"` to get the existing memory back rather '
+        "than a second copy of the same words.",
+        "",
+        "### Edit",
+        f"- When a fact changed or a memory is wrong, correct it in place: {call(EDIT)} with "
+        'only the fields that change, e.g. `{"content": "..."}` (a list replaces the whole '
+        "list). It keeps its id and its history. Send the `ETag` you read as `If-Match`: a 412 "
+        "`revision_conflict` means it changed meanwhile: fetch it, show the user, then retry.",
+        f"- Its history: {call(HISTORY)}; to bring an earlier state back: {call(RESTORE)}.",
         "",
         "### Recall",
         f"- Before answering anything that may depend on earlier conversations, search with "

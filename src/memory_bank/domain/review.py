@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
-from memory_bank.domain import acl, cursor, org_log
+from memory_bank.domain import acl, cursor, edits, org_log
 from memory_bank.domain.memories import (
     check_quota,
     owner_of,
@@ -17,7 +17,7 @@ from memory_bank.domain.memories import (
     shape,
     shape_context,
 )
-from memory_bank.errors import DraftNotFound
+from memory_bank.errors import DraftNotFound, MemoryNotFound
 from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
@@ -29,6 +29,7 @@ from memory_bank.store.user_settings import UserSettings
 
 REVIEW_SCOPE = "memory:review"
 SAVED_FOR_REVIEW = "Saved for review: a person must confirm this before it is remembered."
+EDIT_FOR_REVIEW = "Edit saved for review: a person must confirm it before the memory changes."
 
 
 def needs_review(
@@ -67,6 +68,51 @@ def submit(
     return {"status": "pending_review", "message": SAVED_FOR_REVIEW, "draft": shape_draft(row)}
 
 
+def submit_edit(
+    engine: Engine,
+    settings: Settings,
+    principal: Principal,
+    memory_id: str,
+    body: Any,
+    if_match: str | None,
+) -> dict[str, Any]:
+    """Store an edit as a pending draft of the memory's next state (DraftEnvelope), or, when
+    it changes nothing, answer {"memory": ...} as an edit would."""
+    current, edited = edits.proposed(engine, principal, memory_id, body, if_match)
+    if edited is None:
+        return {"memory": shape(current)}
+    now = utcnow()
+    expires = now + timedelta(hours=settings.draft_ttl_hours)
+    owner = memory_store.Owner(
+        current.user_id, principal.org_id, principal.source, principal.user_id
+    )
+    contexts = [
+        memory_store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], c["origin"])
+        for c in edited.contexts
+    ]
+
+    def work(conn: Connection) -> store.DraftRow:
+        store.purge_expired(conn, owner.user_id, now)
+        row = store.insert_draft(
+            conn,
+            owner,
+            edited.content,
+            edited.tags,
+            contexts,
+            _actor(principal),
+            now,
+            expires,
+            edit_of=(current.id, current.revision),
+        )
+        org_log.record(
+            conn, principal, owner.user_id, org_log.DRAFTED, memory_id=current.id, draft_id=row.id
+        )
+        return row
+
+    row = writing(engine, work)
+    return {"status": "pending_review", "message": EDIT_FOR_REVIEW, "draft": shape_draft(row)}
+
+
 def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]:
     """A live draft the principal may see (its own; its org's it created or reviews), or 404
     (also once confirmed, rejected or expired)."""
@@ -101,23 +147,29 @@ def page(
 
 
 def confirm(
-    engine: Engine, principal: Principal, draft_id: str, edits: dict[str, Any] | None
-) -> dict[str, Any]:
-    """Turn a draft (optionally with edited content/tags) into a memory, in one transaction."""
+    engine: Engine, principal: Principal, draft_id: str, changes: dict[str, Any] | None
+) -> tuple[dict[str, Any], bool]:
+    """Turn a draft (optionally with edited content/tags) into a memory, or an edit's draft
+    into the memory's next revision, in one transaction; True when a memory was created."""
     _check_id(draft_id)
-    edits = edits or {}
+    changes = changes or {}
     now = utcnow()
 
-    def work(conn: Connection) -> memory_store.MemoryRow:
+    def work(conn: Connection) -> tuple[memory_store.MemoryRow, bool]:
         draft = _visible_draft(conn, principal, draft_id, now)
         if draft is None:
             raise DraftNotFound("No pending draft with this id.", field="id")
         content, tags, _ = parse_new_memory(
-            {"content": edits.get("content", draft.content), "tags": edits.get("tags", draft.tags)}
+            {
+                "content": changes.get("content", draft.content),
+                "tags": changes.get("tags", draft.tags),
+            }
         )
         # The delete decides the race between two reviewers: only one removes the row.
         if not store.delete_draft(conn, draft.user_id, draft_id):
             raise DraftNotFound("No pending draft with this id.", field="id")
+        if draft.memory_id is not None:
+            return _confirm_edit(conn, principal, draft, content, tags, now), False
         contexts = draft.new_contexts()
         index = postings_of(content, tags, [c.snippet for c in contexts])
         memory = memory_store.insert_memory(
@@ -129,9 +181,35 @@ def confirm(
         org_log.record(
             conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft_id
         )
-        return memory
+        return memory, True
 
-    return shape(writing(engine, work, batched=True))
+    memory, created = writing(engine, work, batched=True)
+    return shape(memory), created
+
+
+def _confirm_edit(
+    conn: Connection,
+    principal: Principal,
+    draft: store.DraftRow,
+    content: str,
+    tags: list[str],
+    now: datetime,
+) -> memory_store.MemoryRow:
+    """Apply an edit's draft as the memory's next revision; 412 when the memory moved on
+    (the draft then stays, for a person to reject), 404 when it is gone."""
+    assert draft.memory_id is not None
+    current = memory_store.locked(conn, draft.user_id, draft.memory_id)
+    if current is None:
+        raise MemoryNotFound("The memory this edit changes no longer exists.", field="id")
+    edits.check_match(f'"{draft.base_revision}"', current.revision)
+    contexts = [{**c, "created_at": now} for c in draft.contexts]
+    change = edits.Change(content, tags, contexts)
+    edited = content != draft.content or tags != draft.tags
+    action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
+    memory = edits.apply(conn, principal, current, change, draft.source)
+    store.audit(conn, draft.user_id, draft.id, action, _actor(principal), now, memory.id)
+    org_log.record(conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft.id)
+    return memory
 
 
 def reject(engine: Engine, principal: Principal, draft_id: str) -> None:
@@ -210,7 +288,7 @@ def _settings_body(settings: Settings, mine: bool) -> dict[str, Any]:
 def shape_draft(row: store.DraftRow) -> dict[str, Any]:
     """A draft as the API returns it."""
     created = iso(row.created_at)
-    shaped = {
+    shaped: dict[str, Any] = {
         "id": row.id,
         "status": "pending_review",
         "content": row.content,
@@ -224,6 +302,9 @@ def shape_draft(row: store.DraftRow) -> dict[str, Any]:
     }
     if shaped["scope"] == "org":
         shaped["created_by"] = row.created_by or ""
+    if row.memory_id is not None:
+        shaped["memory_id"] = row.memory_id
+        shaped["base_revision"] = row.base_revision
     return shaped
 
 

@@ -81,6 +81,9 @@ def _tool(spec: dict[str, Any], operation: Operation) -> dict[str, Any]:
                 "success": outputs["success"],
             },
             "inputSchema": input_schema,
+            # Off tools/list (kept small for hosts), still found by search_capabilities and
+            # run by execute_capability.
+            **({"listed": False} if op.get("x-mcp-listed") is False else {}),
         },
     }
 
@@ -119,7 +122,8 @@ def _input(
         if param.get("in") == "cookie":
             raise SpecError(f"{name}: cookie parameters cannot be MCP arguments")
         params[(param["in"], param["name"])] = param  # operation-level overrides path-level
-    fields: list[tuple[str, str, dict[str, Any], bool]] = []  # (in, wire name, schema, required)
+    # (in, wire name, schema, required, argument name)
+    fields: list[tuple[str, str, dict[str, Any], bool, str]] = []
     for (where, wire), param in params.items():
         if where == "header" and wire.lower() in {"authorization", "content-type", "accept"}:
             continue
@@ -128,7 +132,9 @@ def _input(
         schema = _schema(spec, param.get("schema", {}))
         if param.get("description") and "description" not in schema:
             schema = {"description": " ".join(param["description"].split()), **schema}
-        fields.append((where, wire, schema, bool(param.get("required"))))
+        # A header's own name (If-Match) is no identifier: `x-mcp-name` gives its argument's.
+        arg_name = param.get("x-mcp-name", wire)
+        fields.append((where, wire, schema, bool(param.get("required")), arg_name))
     body = _request_body(spec, name, op)
     if body is not None:
         body_schema, body_required = body
@@ -140,18 +146,18 @@ def _input(
         if body_schema.get("type") == "object" and isinstance(props, dict):
             needed = set(body_schema.get("required", [])) if body_required else set()
             for wire, prop in props.items():
-                fields.append(("body", wire, prop, wire in needed))
+                fields.append(("body", wire, prop, wire in needed, wire))
         else:
             # A body that is not an object of named fields travels whole as one argument.
-            fields.append(("body", "", body_schema, body_required))
+            fields.append(("body", "", body_schema, body_required, "body"))
     properties: dict[str, Any] = {}
     required: list[str] = []
     arguments: dict[str, dict[str, Any]] = {}
     for where in LOCATIONS:
-        for field_in, wire, schema, is_required in fields:
+        for field_in, wire, schema, is_required, arg_name in fields:
             if field_in != where:
                 continue
-            arg = _claim(name, where, wire or "body", properties)
+            arg = _claim(name, where, arg_name, properties)
             properties[arg] = schema
             arguments[arg] = {"in": where, "name": wire or None}
             if is_required:

@@ -25,6 +25,8 @@ class Capability:
     path: str
     arguments: dict[str, dict[str, Any]]
     success: dict[str, str]
+    # False: not in tools/list; reached through search_capabilities and execute_capability.
+    listed: bool = True
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ def parse(data: dict[str, Any]) -> Manifest:
                 path=http["path"],
                 arguments=http["arguments"],
                 success=http["success"],
+                listed=binding.get("listed", True),
             )
         )
     return Manifest(capabilities=tuple(capabilities), api_version=data.get("api_version", ""))

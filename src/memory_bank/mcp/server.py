@@ -20,17 +20,19 @@ INSTRUCTIONS = (
     "memory-bank keeps the user's memories. Search with the user's own words before answering "
     "anything that may depend on earlier conversations. To save, draft one crisp sentence, ask "
     "the user to confirm or edit it, then save; never store secrets, credentials, tokens or "
-    "personal data. Delete when the user asks you to forget something."
+    "personal data. When a fact changed, edit the memory (patchMemoryById, through "
+    "execute_capability) rather than saving it again. Delete when the user asks you to forget "
+    "something."
 )
 
 
 def tools_for(view: Manifest) -> list[types.Tool]:
-    """What tools/list shows a caller: the capabilities they may use, then the two
-    search-first tools over those (nothing at all when they may use none)."""
+    """What tools/list shows a caller: the listed capabilities they may use, then the two
+    search-first tools over all they may use (nothing at all when they may use none)."""
     if not view.capabilities:
         return []
     definitions = [
-        *(c.definition for c in view.capabilities),
+        *(c.definition for c in view.capabilities if c.listed),
         capabilities.search_tool(),
         capabilities.execute_tool(view),
     ]

@@ -129,7 +129,13 @@ def remote_tools(url: str, key: str) -> frozenset[str]:
         raise CannotStart(f"{url} refused the key: {_reason(response)} {KEY_HELP}")
     try:
         tools = response.json()["result"]["tools"]
-        return frozenset(str(tool["name"]) for tool in tools)
+        names = {str(tool["name"]) for tool in tools}
+        # Capabilities kept off tools/list (x-mcp-listed: false) are in execute_capability's
+        # list of names: the key may run those too.
+        for tool in tools:
+            if tool["name"] == "execute_capability":
+                names |= {str(n) for n in tool["inputSchema"]["properties"]["name"]["enum"]}
+        return frozenset(names)
     except (ValueError, KeyError, TypeError):
         raise CannotStart(
             f"{endpoint} answered {response.status_code} without a tool list: "

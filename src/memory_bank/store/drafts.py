@@ -39,6 +39,9 @@ class DraftRow:
     created_at: datetime
     expires_at: datetime
     created_by: str | None = None
+    # An edit's draft: the memory it changes and the revision it was proposed against.
+    memory_id: str | None = None
+    base_revision: int | None = None
 
     def owner(self) -> Owner:
         """The owner a confirmed memory gets: the draft's owner, creator and original source."""
@@ -74,8 +77,10 @@ def insert_draft(
     actor: Actor,
     now: datetime,
     expires_at: datetime,
+    edit_of: tuple[str, int] | None = None,
 ) -> DraftRow:
-    """Store a draft and its 'created' audit row in the caller's transaction."""
+    """Store a draft and its 'created' audit row in the caller's transaction; edit_of names
+    the memory and revision an edit's draft changes."""
     stored_contexts = [
         {
             "id": new_id("mctx"),
@@ -86,6 +91,7 @@ def insert_draft(
         }
         for c in contexts
     ]
+    memory_id, base_revision = edit_of or (None, None)
     row = DraftRow(
         id=new_id("mdr"),
         user_id=owner.user_id,
@@ -98,6 +104,8 @@ def insert_draft(
         created_at=now,
         expires_at=expires_at,
         created_by=owner.created_by,
+        memory_id=memory_id,
+        base_revision=base_revision,
     )
     # Sealed per owner, column and draft when encryption is on (store/owner_keys.py).
     seal = owner_keys.sealer(conn, owner.user_id, create=True)
@@ -116,6 +124,8 @@ def insert_draft(
             created_at=now,
             expires_at=expires_at,
             created_by=row.created_by,
+            memory_id=memory_id,
+            base_revision=base_revision,
         )
     )
     audit(conn, row.user_id, row.id, CREATED, actor, now)
@@ -149,8 +159,13 @@ def list_drafts(
 
 
 def count_drafts(conn: Connection, user_id: str) -> int:
-    """How many drafts the user has waiting (expired ones included until purged)."""
-    stmt = select(func.count()).select_from(memory_draft).where(memory_draft.c.user_id == user_id)
+    """How many new memories the user has waiting as drafts (expired ones included until
+    purged; edits' drafts add no memory, so they are not counted)."""
+    stmt = (
+        select(func.count())
+        .select_from(memory_draft)
+        .where(memory_draft.c.user_id == user_id, memory_draft.c.memory_id.is_(None))
+    )
     return int(conn.execute(stmt).scalar() or 0)
 
 
@@ -236,4 +251,6 @@ def _row(r: Any, seal: owner_keys.Sealer) -> DraftRow:
         created_at=r.created_at,
         expires_at=r.expires_at,
         created_by=r.created_by,
+        memory_id=r.memory_id,
+        base_revision=r.base_revision,
     )

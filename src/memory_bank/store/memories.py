@@ -24,10 +24,11 @@ from sqlalchemy import (
     insert,
     select,
     tuple_,
+    update,
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, owner_keys, postings, vectors
+from memory_bank.store import batch, owner_keys, postings, revisions, vectors
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import is_org
 from memory_bank.store.schema import memory, memory_context, memory_tombstone
@@ -73,6 +74,7 @@ class MemoryRow:
     updated_at: datetime
     contexts: list[dict[str, Any]] = field(default_factory=list)
     created_by: str | None = None
+    revision: int = 1
 
 
 # Built once and reused: SQLAlchemy then skips rebuilding and re-keying the statement per save.
@@ -252,15 +254,67 @@ def list_memories(
     return page
 
 
-def author(conn: Connection, user_id: str, memory_id: str) -> tuple[bool, str | None]:
-    """Whether the owner has this memory, and who created it; the row stays locked to commit
-    (MySQL/MariaDB), so a delete decided on it cannot race another."""
-    found = conn.execute(
-        select(memory.c.created_by)
+def locked(conn: Connection, user_id: str, memory_id: str) -> MemoryRow | None:
+    """The owner's memory with its contexts, its row locked to commit (MySQL/MariaDB; SQLite
+    writers are serial), so an edit decided on its revision cannot race another."""
+    exists = conn.execute(
+        select(memory.c.id)
         .where(memory.c.user_id == user_id, memory.c.id == memory_id)
         .with_for_update()
     ).first()
-    return (found is not None, None if found is None else found.created_by)
+    if exists is None:
+        return None
+    return get_memories(conn, user_id, [memory_id]).get(memory_id)
+
+
+def update_memory(
+    conn: Connection,
+    row: MemoryRow,
+    contexts: Sequence[dict[str, Any]] | None,
+    index: postings.Postings | None,
+) -> None:
+    """Write an edited memory over its stored state: content, tags, revision and time; its
+    contexts when given (replacing all); its postings when given (old ones removed)."""
+    seal = owner_keys.sealer(conn, row.user_id, create=True)
+    tags_text = json.dumps(list(row.tags), ensure_ascii=False)
+    conn.execute(
+        update(memory)
+        .where(memory.c.user_id == row.user_id, memory.c.id == row.id)
+        .values(
+            content=seal.seal("memory.content", row.id, row.content),
+            tags=seal.seal("memory.tags", row.id, tags_text),
+            revision=row.revision,
+            updated_at=row.updated_at,
+        )
+    )
+    if contexts is not None:
+        conn.execute(
+            delete(memory_context).where(
+                memory_context.c.user_id == row.user_id, memory_context.c.memory_id == row.id
+            )
+        )
+        rows = [
+            {"memory_id": row.id, "user_id": row.user_id, "position": pos, **seal_context(seal, c)}
+            for pos, c in enumerate(contexts)
+        ]
+        if rows:
+            conn.execute(_INSERT_CONTEXT, rows)
+    if index is not None:
+        postings.remove(conn, row.user_id, row.id)
+        postings.add(conn, row.user_id, row.id, seal.postings(index))
+
+
+def author(conn: Connection, user_id: str, memory_id: str) -> tuple[bool, str | None, int]:
+    """Whether the owner has this memory, who created it and its revision; the row stays
+    locked to commit (MySQL/MariaDB), so a delete decided on it cannot race another."""
+    found = conn.execute(
+        select(memory.c.created_by, memory.c.revision)
+        .where(memory.c.user_id == user_id, memory.c.id == memory_id)
+        .with_for_update()
+    ).first()
+    if found is None:
+        return (False, None, 0)
+    return (True, found.created_by, found.revision)
 
 
 def delete_memory(
@@ -278,6 +332,7 @@ def delete_memory(
     if exists is None:
         return False
     postings.remove(conn, user_id, memory_id)
+    revisions.delete_revisions(conn, user_id, memory_id)
     # Its vector and queued jobs go in the same transaction (whether or not search uses them now).
     vectors.remove(conn, user_id, memory_id)
     conn.execute(
@@ -450,6 +505,7 @@ def _row(r: Any, seal: owner_keys.Sealer) -> MemoryRow:
         created_at=r.created_at,
         updated_at=r.updated_at,
         created_by=r.created_by,
+        revision=r.revision,
     )
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.dialects import mysql
 
@@ -47,6 +48,8 @@ memory = Table(
     Column("updated_at", Timestamp, nullable=False),
     # The user who saved it (an org memory's user_id is its org's owner key, store/owners.py).
     Column("created_by", String(128), nullable=True),
+    # 1 on save, +1 per edit or restore (the ETag; If-Match compares it).
+    Column("revision", Integer, nullable=False, server_default="1"),
     Index("ix_memory_user_id_id", "user_id", "id"),
     **TABLE_ARGS,
 )
@@ -154,8 +157,30 @@ memory_draft = Table(
     Column("created_at", Timestamp, nullable=False),
     Column("expires_at", Timestamp, nullable=False),
     Column("created_by", String(128), nullable=True),
+    # An edit's draft: the memory it changes and the revision it was made against (else NULL).
+    Column("memory_id", String(32), nullable=True),
+    Column("base_revision", Integer, nullable=True),
     Index("ix_memory_draft_user_id_id", "user_id", "id"),
     Index("ix_memory_draft_expires_at", "expires_at"),
+    **TABLE_ARGS,
+)
+
+# A memory's states once it has been edited: every revision, the current one included
+# (append-only; a restore adds a copy). A memory never edited has no rows here: its one
+# revision is the memory itself. Content, tags and contexts are sealed like the memory's.
+memory_revision = Table(
+    "memory_revision",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("user_id", String(128), nullable=False),
+    Column("memory_id", String(32), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("content", LongText, nullable=False),
+    Column("tags", Text, nullable=False),
+    Column("contexts", LongText, nullable=False),
+    Column("source", String(128), nullable=False),
+    Column("edited_at", Timestamp, nullable=False),
+    UniqueConstraint("user_id", "memory_id", "revision", name="uq_memory_revision_user_memory_rev"),
     **TABLE_ARGS,
 )
 

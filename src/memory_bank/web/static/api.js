@@ -26,13 +26,18 @@ export function forgetKey() {
 }
 
 /** Send one request; JSON (or text) on success, ApiProblem on an error status or no network. */
-export async function request(method, path, { body, accept = "application/json", keepalive = false } = {}) {
+export async function request(
+  method,
+  path,
+  { body, accept = "application/json", keepalive = false, ifMatch, contentType = "application/json" } = {},
+) {
   const headers = { Accept: `${accept}, application/problem+json` };
   const key = storedKey();
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (ifMatch) headers["If-Match"] = ifMatch;
   const init = { method, headers, keepalive, cache: "no-store", credentials: "omit" };
   if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
+    headers["Content-Type"] = contentType;
     init.body = JSON.stringify(body);
   }
   let response;
@@ -46,16 +51,20 @@ export async function request(method, path, { body, accept = "application/json",
   if (!response.ok) {
     let detail = `The server answered ${response.status}.`;
     let code = "error";
+    let revision = null;
     if (type.includes("json")) {
       try {
         const problem = await response.json();
         detail = problem.detail || detail;
         code = problem.code || code;
+        revision = problem.revision ?? null;
       } catch {
         // A broken error body still leaves the status to go on.
       }
     }
-    throw new ApiProblem(response.status, code, detail);
+    const problem = new ApiProblem(response.status, code, detail);
+    problem.revision = revision;
+    throw problem;
   }
   return type.includes("json") ? response.json() : response.text();
 }
@@ -70,6 +79,19 @@ export const api = {
     request("GET", `/v1/memory/search?limit=50&scope=${encodeURIComponent(scope)}&q=${encodeURIComponent(q)}`),
   deleteMemory: (id, keepalive = false) =>
     request("DELETE", `/v1/memory/${encodeURIComponent(id)}`, { keepalive }),
+  getMemory: (id) => request("GET", `/v1/memory/${encodeURIComponent(id)}`),
+  // The revision the person read goes as If-Match: a memory changed meanwhile is a 412.
+  patchMemory: (id, changes, revision) =>
+    request("PATCH", `/v1/memory/${encodeURIComponent(id)}`, {
+      body: changes,
+      contentType: "application/merge-patch+json",
+      ifMatch: `"${revision}"`,
+    }),
+  revisions: (id) => request("GET", `/v1/memory/${encodeURIComponent(id)}/revisions?limit=100`),
+  restoreRevision: (id, number, revision) =>
+    request("POST", `/v1/memory/${encodeURIComponent(id)}/revisions/${number}/restore`, {
+      ifMatch: `"${revision}"`,
+    }),
   listDrafts: (cursor) =>
     request("GET", `/v1/memory/drafts?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`),
   confirmDraft: (id, edits) =>

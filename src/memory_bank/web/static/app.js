@@ -1,7 +1,7 @@
 // The panel's controller: sign-in, memories (list, search, delete with undo), review queue.
 
 import { api, ApiProblem, forgetKey, storedKey, storeKey } from "./api.js";
-import { draftCard, el, memoryCard } from "./render.js";
+import { draftCard, el, historyList, memoryCard, memoryEditor } from "./render.js";
 import { PendingDelete } from "./undo.js";
 
 const $ = (id) => document.getElementById(id);
@@ -151,7 +151,7 @@ async function loadMemories(reset) {
   try {
     const page = await api.listMemories(reset ? null : view.memoriesCursor, scopeFilter());
     if (reset) list.replaceChildren();
-    for (const memory of page.memories) list.append(memoryCard(memory, { onDelete: deleteMemory }));
+    for (const memory of page.memories) list.append(cardFor(memory));
     view.memoriesCursor = page.next_cursor;
     $("more").hidden = !page.next_cursor;
     setStatus(status, list.children.length ? "" : "No memories yet. What your agents save shows up here.");
@@ -185,7 +185,7 @@ async function search(event) {
   setStatus(status, "Searching…");
   try {
     const { results } = await api.search(q, scopeFilter());
-    list.replaceChildren(...results.map((m) => memoryCard(m, { onDelete: deleteMemory })));
+    list.replaceChildren(...results.map((m) => cardFor(m, m.score)));
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
     setStatus(status, results.length ? `${count} “${q}”, best first.` : `No memory matches “${q}”.`);
   } catch (problem) {
@@ -193,6 +193,97 @@ async function search(event) {
     report(problem, status, () => search(event));
   } finally {
     list.removeAttribute("aria-busy");
+  }
+}
+
+/** A memory's card with its actions wired (a search result keeps its score). */
+function cardFor(memory, score) {
+  const shown = typeof score === "number" ? { ...memory, score } : memory;
+  return memoryCard(shown, { onDelete: deleteMemory, onEdit: editMemory, onHistory: showHistory });
+}
+
+/** Swap a card for the memory's new state (after an edit or a restore). */
+function replaceCard(item, memory, score) {
+  const fresh = cardFor(memory, score);
+  item.replaceWith(fresh);
+  return fresh;
+}
+
+function editMemory(memory, item) {
+  if (item.querySelector(".editor")) return;
+  const editor = memoryEditor(memory);
+  const actions = item.querySelector(".card-actions");
+  actions.hidden = true;
+  item.insertBefore(editor.form, actions);
+  editor.content.focus();
+  editor.cancel.addEventListener("click", () => {
+    editor.form.remove();
+    actions.hidden = false;
+  });
+  editor.save.addEventListener("click", async () => {
+    const changes = editor.changes();
+    if (!Object.keys(changes).length) {
+      editor.form.remove();
+      actions.hidden = false;
+      return;
+    }
+    editor.save.disabled = true;
+    editor.error.textContent = "";
+    try {
+      const answer = await api.patchMemory(memory.id, changes, memory.revision);
+      if (answer.draft) {
+        editor.form.remove();
+        actions.hidden = false;
+        toast("Edit saved for review: the memory changes once it is confirmed.");
+        return;
+      }
+      replaceCard(item, answer.memory, memory.score).querySelector("button")?.focus();
+      toast("Memory updated.");
+    } catch (problem) {
+      editor.save.disabled = false;
+      if (problem instanceof ApiProblem && problem.code === "revision_conflict") {
+        editor.error.textContent =
+          `This memory changed since you opened it (it is at revision ${problem.revision} now). ` +
+          "Reload the list to see what it says, then edit again.";
+        return;
+      }
+      if (problem instanceof ApiProblem && problem.status === 401) report(problem, editor.error);
+      else editor.error.textContent = problem.detail || String(problem);
+    }
+  });
+}
+
+async function showHistory(memory, item) {
+  const open = item.querySelector(".history");
+  if (open) {
+    open.remove();
+    return;
+  }
+  const status = el("p", { cls: "status", text: "Loading history…", attrs: { role: "status" } });
+  item.append(status);
+  try {
+    const { revisions } = await api.revisions(memory.id);
+    status.replaceWith(historyList(memory, revisions, {
+      onRestore: async (rev) => {
+        try {
+          const { memory: restored } = await api.restoreRevision(memory.id, rev.revision, memory.revision);
+          const fresh = replaceCard(item, restored, memory.score);
+          toast(`Revision ${rev.revision} restored.`);
+          showHistory(restored, fresh);
+        } catch (problem) {
+          const note = item.querySelector(".history") || item;
+          const error = el("p", { cls: "error", attrs: { role: "alert" } });
+          error.textContent = problem instanceof ApiProblem && problem.code === "revision_conflict"
+            ? "This memory changed since you opened its history. Reload the list, then try again."
+            : problem.detail || String(problem);
+          note.append(error);
+        }
+      },
+    }));
+  } catch (problem) {
+    status.className = "error";
+    status.setAttribute("role", "alert");
+    status.textContent = problem.detail || String(problem);
   }
 }
 
@@ -237,9 +328,13 @@ async function loadDrafts(reset) {
   try {
     const page = await api.listDrafts(reset ? null : view.draftsCursor);
     if (reset) list.replaceChildren();
-    for (const draft of page.drafts) {
-      list.append(draftCard(draft, { onConfirm: confirmDraft, onReject: rejectDraft }));
-    }
+    // A draft of an edit is shown against the memory as it is now.
+    const current = await Promise.all(page.drafts.map((d) => (
+      d.memory_id ? api.getMemory(d.memory_id).then((r) => r.memory, () => null) : null
+    )));
+    page.drafts.forEach((draft, i) => {
+      list.append(draftCard(draft, { onConfirm: confirmDraft, onReject: rejectDraft }, current[i]));
+    });
     view.draftsCursor = page.next_cursor;
     $("more-drafts").hidden = !page.next_cursor;
     updateCount(list.children.length, Boolean(page.next_cursor));
@@ -288,7 +383,7 @@ async function confirmDraft(draft, edits, item, error) {
   try {
     await api.confirmDraft(draft.id, Object.keys(edits).length ? edits : undefined);
     view.memoriesStale = true;
-    afterDraft(item, "Confirmed: it is now a memory.");
+    afterDraft(item, draft.memory_id ? "Confirmed: the memory is updated." : "Confirmed: it is now a memory.");
   } catch (problem) {
     draftProblem(problem, item, error);
   }

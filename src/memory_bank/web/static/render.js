@@ -62,7 +62,7 @@ function sharedBadge(item) {
 }
 
 /** One memory as a list item; `score` is shown for search results. */
-export function memoryCard(memory, { onDelete }) {
+export function memoryCard(memory, { onDelete, onEdit, onHistory }) {
   const meta = [
     el("span", { cls: "source", text: `from ${memory.source}` }),
     when(memory.created_at, "saved"),
@@ -77,19 +77,88 @@ export function memoryCard(memory, { onDelete }) {
     attrs: { type: "button", "aria-label": `Delete memory: ${gist(memory.content)}` },
   });
   remove.addEventListener("click", () => onDelete(memory, item));
-  const item = el("li", { cls: `card memory${memory.scope === "org" ? " shared" : ""}`, attrs: { "data-id": memory.id } }, [
+  const edit = el("button", {
+    text: "Edit",
+    attrs: { type: "button", "aria-label": `Edit memory: ${gist(memory.content)}` },
+  });
+  edit.addEventListener("click", () => onEdit(memory, item));
+  const history = el("button", {
+    text: memory.revision > 1 ? `History (${memory.revision})` : "History",
+    attrs: { type: "button", "aria-label": `History of memory: ${gist(memory.content)}` },
+  });
+  history.addEventListener("click", () => onHistory(memory, item));
+  const item = el("li", { cls: `card memory${memory.scope === "org" ? " shared" : ""}`, attrs: { "data-id": memory.id, "data-revision": String(memory.revision) } }, [
     sharedBadge(memory),
     el("p", { cls: "content", text: memory.content }),
     tagList(memory.tags),
     el("p", { cls: "meta" }, meta),
     contextList(memory.contexts),
-    el("div", { cls: "card-actions" }, [remove]),
+    el("div", { cls: "card-actions" }, [edit, history, remove]),
   ]);
   return item;
 }
 
+/** The inline editor of a memory: content and tags, save and cancel, and where errors show. */
+export function memoryEditor(memory) {
+  const contentId = `edit-${memory.id}`;
+  const tagsId = `edit-tags-${memory.id}`;
+  const content = el("textarea", { attrs: { id: contentId, rows: "3", maxlength: "8000" } });
+  content.value = memory.content;
+  const tags = el("input", { attrs: { id: tagsId, type: "text" } });
+  tags.value = memory.tags.join(", ");
+  const save = el("button", { text: "Save", attrs: { type: "button" } });
+  const cancel = el("button", { text: "Cancel", attrs: { type: "button" } });
+  const error = el("p", { cls: "error", attrs: { role: "alert" } });
+  const form = el("div", { cls: "editor" }, [
+    el("label", { text: "Memory", attrs: { for: contentId } }),
+    content,
+    el("label", { text: "Tags (separate with commas)", attrs: { for: tagsId } }),
+    tags,
+    error,
+    el("div", { cls: "card-actions" }, [save, cancel]),
+  ]);
+  const changes = () => {
+    const changed = {};
+    if (content.value.trim() !== memory.content) changed.content = content.value;
+    const newTags = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
+    if (newTags.join("\u0000") !== memory.tags.join("\u0000")) changed.tags = newTags;
+    return changed;
+  };
+  return { form, content, save, cancel, error, changes };
+}
+
+/** A memory's revisions, newest first, each but the current one with a Restore button. */
+export function historyList(memory, revisions, { onRestore }) {
+  const items = revisions.map((rev) => {
+    const current = rev.revision === memory.revision;
+    const facts = [
+      el("span", { text: `Revision ${rev.revision}${current ? " (current)" : ""}` }),
+      el("span", { cls: "source", text: `from ${rev.source}` }),
+      when(rev.edited_at, "at"),
+    ];
+    const actions = [];
+    if (!current) {
+      const restore = el("button", {
+        text: "Restore",
+        attrs: { type: "button", "aria-label": `Restore revision ${rev.revision}` },
+      });
+      restore.addEventListener("click", () => onRestore(rev));
+      actions.push(restore);
+    }
+    return el("li", { cls: "revision", attrs: { "data-revision": String(rev.revision) } }, [
+      el("p", { cls: "meta" }, facts),
+      el("p", { cls: "content", text: rev.content }),
+      tagList(rev.tags),
+      actions.length ? el("div", { cls: "card-actions" }, actions) : null,
+    ]);
+  });
+  return el("section", { cls: "history", attrs: { "aria-label": "History" } }, [
+    el("ol", { cls: "revisions" }, items),
+  ]);
+}
+
 /** One draft with editable content and tags, and confirm / reject buttons. */
-export function draftCard(draft, { onConfirm, onReject }) {
+export function draftCard(draft, { onConfirm, onReject }, current = null) {
   const contentId = `content-${draft.id}`;
   const tagsId = `tags-${draft.id}`;
   const content = el("textarea", { attrs: { id: contentId, rows: "3", maxlength: "8000" } });
@@ -101,9 +170,18 @@ export function draftCard(draft, { onConfirm, onReject }) {
   const confirm = el("button", { text: "Confirm", attrs: { type: "button" } });
   const reject = el("button", { cls: "danger", text: "Reject", attrs: { type: "button" } });
   const error = el("p", { cls: "error", attrs: { role: "alert" } });
+  // A draft of an edit shows what the memory says now, above what the edit would make it.
+  const before = draft.memory_id
+    ? el("div", { cls: "was" }, [
+      el("p", { cls: "hint", text: `Edit of a memory (revision ${draft.base_revision}). It says now:` }),
+      el("p", { cls: "content", text: current ? current.content : "(that memory is gone)" }),
+      current ? tagList(current.tags) : null,
+    ])
+    : null;
   const item = el("li", { cls: "card draft", attrs: { "data-id": draft.id } }, [
     sharedBadge(draft),
-    el("label", { text: "Draft", attrs: { for: contentId } }),
+    before,
+    el("label", { text: draft.memory_id ? "Proposed edit" : "Draft", attrs: { for: contentId } }),
     content,
     el("label", { text: "Tags", attrs: { for: tagsId } }),
     tags,

@@ -8,7 +8,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,293 @@
+"""Editing a memory: merge-patch, revisions, restore, and the If-Match check.
+
+An edit writes the memory, its index postings and a revision row in one transaction. A memory
+never edited has no revision rows (a save writes none, so saves cost what they did); its first
+edit records revision 1 from the memory itself, then the new state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from memory_bank.auth import Principal
+from memory_bank.domain import acl, cursor, org_log
+from memory_bank.domain.memories import NOT_FOUND, parse_new_memory, shape, shape_context
+from memory_bank.errors import (
+    InvalidCursor,
+    MemoryNotFound,
+    RevisionConflict,
+    RevisionNotFound,
+    UnsupportedMediaType,
+)
+from memory_bank.ids import is_id, iso, new_id, utcnow
+from memory_bank.search.document import postings_of
+from memory_bank.store import memories as store
+from memory_bank.store import revisions, vectors
+from memory_bank.store.engine import reading, writing
+from memory_bank.store.revisions import RevisionRow, context_keys
+
+EDITED = "edited"
+
+
+@dataclass(frozen=True)
+class Change:
+    """A memory's next state: None keeps a field as it is."""
+
+    content: str | None = None
+    tags: list[str] | None = None
+    contexts: list[dict[str, Any]] | None = None
+
+
+def parse_patch(body: Any) -> Change:
+    """A merge-patch body (content, tags, contexts; checked against the spec) as a Change."""
+    if not isinstance(body, dict):
+        raise UnsupportedMediaType("Send the body as application/merge-patch+json.")
+    content, tags, contexts = parse_new_memory({"content": body.get("content", "x"), **body})
+    now = utcnow()
+    return Change(
+        content=content if "content" in body else None,
+        tags=tags if "tags" in body else None,
+        contexts=[
+            {
+                "id": new_id("mctx"),
+                "snippet": c.snippet,
+                "conversation_id": c.conversation_id,
+                "message_id": c.message_id,
+                "origin": c.origin,
+                "created_at": now,
+            }
+            for c in contexts
+        ]
+        if "contexts" in body
+        else None,
+    )
+
+
+def etag(revision: int) -> str:
+    """The ETag of a memory at this revision."""
+    return f'"{revision}"'
+
+
+def check_match(if_match: str | None, revision: int) -> None:
+    """412 revision_conflict unless If-Match (when sent) names the current revision."""
+    if if_match is None:
+        return
+    tags = [t.strip() for t in if_match.split(",")]
+    if "*" in tags:
+        return
+    wanted = {t.removeprefix("W/").strip('"') for t in tags}
+    if str(revision) not in wanted:
+        raise RevisionConflict(
+            f"The memory changed: it is at revision {revision} now. Fetch it, then retry "
+            "with If-Match set to its current ETag.",
+            extra={"revision": revision},
+            headers={"ETag": etag(revision)},
+        )
+
+
+def locate(conn: Connection, principal: Principal, memory_id: str) -> store.MemoryRow:
+    """The memory, among those the principal reads, locked to commit; 404 otherwise."""
+    if not is_id(memory_id, "mem"):
+        raise MemoryNotFound(NOT_FOUND, field="id")
+    for owner in acl.readable_owners(principal):
+        row = store.locked(conn, owner, memory_id)
+        if row is not None:
+            return row
+    raise MemoryNotFound(NOT_FOUND, field="id")
+
+
+def changed_row(row: store.MemoryRow, change: Change) -> store.MemoryRow | None:
+    """The memory with the change applied, or None when it changes nothing."""
+    content = row.content if change.content is None else change.content
+    tags = row.tags if change.tags is None else change.tags
+    same_contexts = change.contexts is None or context_keys(change.contexts) == context_keys(
+        row.contexts
+    )
+    if content == row.content and tags == row.tags and same_contexts:
+        return None
+    contexts = row.contexts if same_contexts else list(change.contexts or [])
+    return replace(row, content=content, tags=tags, contexts=contexts)
+
+
+def content_changed(conn: Connection, row: store.MemoryRow, contexts_changed: bool) -> None:
+    """Write a memory's new state with its index entry, in the caller's transaction.
+
+    The one place an edit reaches the index: old postings go, new ones come, with the row; its
+    vector goes too and, with semantic search on, a new embedding is queued (store/vectors.py),
+    so no ranking ever uses a stale vector.
+    """
+    index = postings_of(row.content, row.tags, [c["snippet"] for c in row.contexts])
+    store.update_memory(conn, row, row.contexts if contexts_changed else None, index)
+    vectors.content_changed(conn, row.user_id, row.id)
+
+
+def apply(
+    conn: Connection,
+    principal: Principal,
+    current: store.MemoryRow,
+    change: Change,
+    source: str,
+) -> store.MemoryRow:
+    """Make a change the memory's next revision (a no-op change returns it as it is)."""
+    edited = changed_row(current, change)
+    if edited is None:
+        return current
+    now = utcnow()
+    if not revisions.exists(conn, current.user_id, current.id, current.revision):
+        # Its first edit: the state it had until now becomes revision 1 (or its current one).
+        revisions.insert_revision(
+            conn,
+            current.user_id,
+            current.id,
+            RevisionRow(
+                current.revision,
+                current.content,
+                current.tags,
+                current.contexts,
+                current.source,
+                current.updated_at,
+            ),
+        )
+    edited = replace(edited, revision=current.revision + 1, updated_at=now)
+    content_changed(conn, edited, edited.contexts is not current.contexts)
+    revisions.insert_revision(
+        conn,
+        edited.user_id,
+        edited.id,
+        RevisionRow(edited.revision, edited.content, edited.tags, edited.contexts, source, now),
+    )
+    org_log.record(conn, principal, edited.user_id, EDITED, memory_id=edited.id)
+    return edited
+
+
+def patch(
+    engine: Engine,
+    principal: Principal,
+    memory_id: str,
+    body: Any,
+    if_match: str | None = None,
+) -> dict[str, Any]:
+    """Edit a memory the principal may change; 404/403/412 as documented."""
+    change = parse_patch(body)
+
+    def work(conn: Connection) -> store.MemoryRow:
+        current = locate(conn, principal, memory_id)
+        acl.check_change(principal, current.user_id, current.created_by)
+        check_match(if_match, current.revision)
+        return apply(conn, principal, current, change, principal.source)
+
+    return shape(writing(engine, work))
+
+
+def proposed(
+    engine: Engine, principal: Principal, memory_id: str, body: Any, if_match: str | None
+) -> tuple[store.MemoryRow, store.MemoryRow | None]:
+    """The memory as it is and as the patch would make it (None: no change); checks the ACL
+    and If-Match as an edit would, for an edit that goes to review."""
+    change = parse_patch(body)
+    with reading(engine) as conn:
+        current = locate(conn, principal, memory_id)
+    acl.check_change(principal, current.user_id, current.created_by)
+    check_match(if_match, current.revision)
+    return current, changed_row(current, change)
+
+
+def owner_scope(engine: Engine, principal: Principal, memory_id: str) -> str:
+    """The scope ("user" or "org") of a memory the principal reads; 404 otherwise."""
+    with reading(engine) as conn:
+        return acl.scope_of(locate(conn, principal, memory_id).user_id)
+
+
+def restore(
+    engine: Engine,
+    principal: Principal,
+    memory_id: str,
+    revision: int,
+    if_match: str | None = None,
+) -> dict[str, Any]:
+    """Make an old revision's state the memory's newest revision (history only grows)."""
+
+    def work(conn: Connection) -> store.MemoryRow:
+        current = locate(conn, principal, memory_id)
+        acl.check_change(principal, current.user_id, current.created_by)
+        check_match(if_match, current.revision)
+        old = _revision(conn, current, revision)
+        change = Change(old.content, old.tags, old.contexts)
+        return apply(conn, principal, current, change, principal.source)
+
+    return shape(writing(engine, work))
+
+
+def _revision(conn: Connection, current: store.MemoryRow, revision: int) -> RevisionRow:
+    """One revision of the memory (its only one when never edited); 404 revision_not_found."""
+    if revision == current.revision and not revisions.exists(
+        conn, current.user_id, current.id, revision
+    ):
+        return _as_revision(current)
+    found = revisions.get_revision(conn, current.user_id, current.id, revision)
+    if found is None:
+        raise RevisionNotFound("This memory has no such revision.", field="revision")
+    return found
+
+
+def _as_revision(row: store.MemoryRow) -> RevisionRow:
+    """A never-edited memory as its one revision."""
+    return RevisionRow(
+        row.revision, row.content, row.tags, row.contexts, row.source, row.updated_at
+    )
+
+
+def history(
+    engine: Engine,
+    secret: bytes,
+    principal: Principal,
+    memory_id: str,
+    limit: int,
+    after: str | None,
+) -> dict[str, Any]:
+    """One page of a readable memory's revisions, newest first, with the next cursor."""
+    before: int | None = None
+    if after:
+        resumed = cursor.decode(secret, principal.user_id, after)
+        head, _, number = resumed.partition("@")
+        if head != memory_id or not number.isdigit():
+            raise InvalidCursor("The cursor was not issued for this listing.", field="cursor")
+        before = int(number)
+    with reading(engine) as conn:
+        current = _readable(conn, principal, memory_id)
+        rows = revisions.list_revisions(conn, current.user_id, memory_id, limit + 1, before)
+        if not rows and before is None:
+            rows = [_as_revision(current)]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    mark = f"{memory_id}@{rows[-1].revision}" if more else None
+    return {
+        "revisions": [shape_revision(r) for r in rows],
+        "next_cursor": cursor.encode(secret, principal.user_id, mark) if mark else None,
+    }
+
+
+def _readable(conn: Connection, principal: Principal, memory_id: str) -> store.MemoryRow:
+    """A memory the principal reads (not locked), or 404."""
+    if not is_id(memory_id, "mem"):
+        raise MemoryNotFound(NOT_FOUND, field="id")
+    for owner in acl.readable_owners(principal):
+        found = store.get_memories(conn, owner, [memory_id])
+        if memory_id in found:
+            return found[memory_id]
+    raise MemoryNotFound(NOT_FOUND, field="id")
+
+
+def shape_revision(row: RevisionRow) -> dict[str, Any]:
+    """A revision as the API returns it."""
+    return {
+        "revision": row.revision,
+        "content": row.content,
+        "tags": row.tags,
+        "contexts": [shape_context(c) for c in row.contexts],
+        "source": row.source,
+        "edited_at": iso(row.edited_at),
+    }

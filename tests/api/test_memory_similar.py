@@ -1,0 +1,71 @@
+"""A save's "you already know this" hints and dedupe: "skip", on both engines."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from memory_bank.store.schema import memory
+
+
+def _save(service, headers, content, **extra):
+    return service.client.post("/v1/memory", json={"content": content, **extra}, headers=headers)
+
+
+TEAMS = ["platform", "mobile", "data", "growth", "infra", "support", "billing", "search"]
+
+
+def _a_bank_of_other_memories(service, headers, n=40):
+    """Unrelated memories, as a bank in use holds: ranking weighs words by how rare they are."""
+    for i in range(n):
+        text = f"The {TEAMS[i % len(TEAMS)]} team reviews its roadmap (note {i})"
+        assert _save(service, headers, text).status_code == 201
+
+
+def test_a_save_lists_the_memory_it_updates_and_not_one_that_only_shares_a_name(service):
+    headers = service.auth()
+    _a_bank_of_other_memories(service, headers)
+    kept = _save(service, headers, "We signed Acme in March").json()["memory"]
+    other = _save(service, headers, "Acme's support line is slow in the mornings").json()
+    _save(service, headers, "The team lunch is on Fridays at noon")
+    r = _save(service, headers, "We re-signed Acme in January")
+    assert r.status_code == 201
+    similar = r.json()["similar"]
+    assert [s["id"] for s in similar] == [kept["id"]]
+    assert similar[0]["content"] == kept["content"] and 0.3 <= similar[0]["score"] <= 1
+    assert other["memory"]["id"] not in [s["id"] for s in similar]
+    # Nothing alike: an empty list, and never the new memory itself.
+    alone = _save(service, headers, "The printer on floor 3 needs toner").json()
+    assert alone["similar"] == []
+
+
+def test_hints_only_come_from_the_callers_own_memories(service):
+    alice = service.auth("alice")
+    bob = service.auth("bob")
+    _save(service, bob, "We signed Acme in March")
+    r = _save(service, alice, "We signed Acme in March")
+    assert r.status_code == 201 and r.json()["similar"] == []
+
+
+def test_hints_can_be_switched_off(make_service):
+    service = make_service(similar_hints=False)
+    headers = service.auth()
+    _save(service, headers, "We signed Acme in March")
+    r = _save(service, headers, "We signed Acme in March")
+    assert r.status_code == 201 and r.json()["similar"] == []
+
+
+def test_dedupe_skip_returns_the_memory_already_kept(service):
+    headers = service.auth()
+    kept = _save(service, headers, "We signed Acme in March", tags=["acme"]).json()["memory"]
+    again = _save(service, headers, "  we signed ACME in   march ", dedupe="skip")
+    assert again.status_code == 200, again.text
+    assert again.json() == {"memory": kept, "similar": []}
+    assert again.headers["etag"] == '"1"' and "location" not in again.headers
+    # Different words are saved, with the kept one as a hint; without dedupe a copy is saved.
+    changed = _save(service, headers, "We signed Acme in April", dedupe="skip")
+    assert changed.status_code == 201
+    assert kept["id"] in [s["id"] for s in changed.json()["similar"]]
+    copy = _save(service, headers, "We signed Acme in March")
+    assert copy.status_code == 201 and copy.json()["similar"][0]["id"] == kept["id"]
+    with service.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(memory)).scalar() == 3
