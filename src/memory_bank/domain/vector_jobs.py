@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from memory_bank.domain.semantic import Semantic
 from memory_bank.search.embeddings import embed_text
-from memory_bank.store import vectors
+from memory_bank.store import memories, vectors
 from memory_bank.store.engine import reading, writing
 
 log = logging.getLogger("memory_bank.embeddings")
@@ -37,7 +37,7 @@ def drain_once(engine: Engine, semantic: Semantic, size: int = BATCH) -> int:
     settled = 0
     for owner, owned in by_owner.items():
         with reading(engine) as conn:
-            found = vectors.sources(conn, owner, list({j.memory_id for j in owned}))
+            found = memories.documents_by_id(conn, owner, list({j.memory_id for j in owned}))
         raw = _embed(semantic, found)
         dim = len(next(iter(raw.values()))) // 4 if raw else 0
         done = [j.id for j in owned]
@@ -50,25 +50,25 @@ def drain_once(engine: Engine, semantic: Semantic, size: int = BATCH) -> int:
     return settled
 
 
-def _embed(semantic: Semantic, found: list[vectors.Source]) -> dict[str, bytes]:
-    """The sources' vectors as float32 bytes. A batch the provider refuses as such (not an
+def _embed(semantic: Semantic, found: list[memories.Document]) -> dict[str, bytes]:
+    """The memories' vectors as float32 bytes. A batch the provider refuses as such (not an
     outage) is sent one memory at a time, and a memory it refuses alone is left without a
     vector (found lexically), so one bad memory cannot block the queue behind it."""
     texts = [embed_text(s.content, s.tags, s.snippets) for s in found]
     try:
         made = semantic.provider.embed(texts)
-        return {s.memory_id: made[i].tobytes() for i, s in enumerate(found)}
+        return {s.id: made[i].tobytes() for i, s in enumerate(found)}
     except Exception as exc:
         if getattr(exc, "retryable", True):
             raise  # an outage: the worker backs off and the jobs wait
     out: dict[str, bytes] = {}
     for source, text in zip(found, texts, strict=True):
         try:
-            out[source.memory_id] = semantic.provider.embed([text])[0].tobytes()
+            out[source.id] = semantic.provider.embed([text])[0].tobytes()
         except Exception as exc:
             if getattr(exc, "retryable", True):
                 raise
-            log.warning("the embeddings provider refused memory %s: left lexical", source.memory_id)
+            log.warning("the embeddings provider refused memory %s: left lexical", source.id)
     return out
 
 

@@ -424,6 +424,23 @@ def documents(conn: Connection, user_id: str, after: str, size: int) -> list[Doc
         .order_by(memory.c.id)
         .limit(size)
     ).all()
+    return _opened(conn, user_id, rows)
+
+
+def documents_by_id(conn: Connection, user_id: str, ids: Sequence[str]) -> list[Document]:
+    """The owner's memories among these ids (deleted ones are absent), as documents."""
+    if not ids:
+        return []
+    rows = conn.execute(
+        select(memory.c.id, memory.c.content, memory.c.tags).where(
+            memory.c.user_id == user_id, memory.c.id.in_(list(ids))
+        )
+    ).all()
+    return _opened(conn, user_id, rows)
+
+
+def _opened(conn: Connection, user_id: str, rows: Sequence[Any]) -> list[Document]:
+    """Memory rows (id, content, tags) opened with their context snippets, in row order."""
     seal = owner_keys.sealer(conn, user_id)
     snippets: dict[str, list[str]] = {r.id: [] for r in rows}
     if rows:

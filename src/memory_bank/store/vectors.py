@@ -4,7 +4,6 @@ version; every statement filters by user_id except the outbox scan named as such
 from __future__ import annotations
 
 import base64
-import json
 import secrets
 import weakref
 from collections.abc import Iterable, Sequence
@@ -20,7 +19,6 @@ from memory_bank.store.engine import batch_engine, is_sqlite
 from memory_bank.store.schema import (
     embedding_job,
     memory,
-    memory_context,
     memory_vector,
     vector_version,
 )
@@ -52,16 +50,6 @@ class Job:
     id: int
     user_id: str
     memory_id: str
-
-
-@dataclass(frozen=True)
-class Source:
-    """What a memory's embedding is made from."""
-
-    memory_id: str
-    content: str
-    tags: list[str]
-    snippets: list[str]
 
 
 def job_row(user_id: str, memory_id: str, now: datetime | None = None) -> dict[str, object]:
@@ -105,38 +93,6 @@ def pending_of(conn: Connection, user_id: str) -> int:
     """How many of the owner's memories wait for an embedding."""
     stmt = select(func.count()).select_from(embedding_job).where(embedding_job.c.user_id == user_id)
     return int(conn.execute(stmt).scalar() or 0)
-
-
-def sources(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> list[Source]:
-    """The owner's memories among these ids (deleted ones are absent), opened."""
-    if not memory_ids:
-        return []
-    rows = conn.execute(
-        select(memory.c.id, memory.c.content, memory.c.tags).where(
-            memory.c.user_id == user_id, memory.c.id.in_(list(memory_ids))
-        )
-    ).all()
-    seal = owner_keys.sealer(conn, user_id)
-    snippets: dict[str, list[str]] = {r.id: [] for r in rows}
-    if rows:
-        for cid, mid, snippet in conn.execute(
-            select(memory_context.c.id, memory_context.c.memory_id, memory_context.c.snippet)
-            .where(
-                memory_context.c.user_id == user_id,
-                memory_context.c.memory_id.in_(list(snippets)),
-            )
-            .order_by(memory_context.c.memory_id, memory_context.c.position)
-        ):
-            snippets[mid].append(seal.open("memory_context.snippet", cid, snippet))
-    return [
-        Source(
-            r.id,
-            seal.open("memory.content", r.id, r.content),
-            json.loads(seal.open("memory.tags", r.id, r.tags)),
-            snippets[r.id],
-        )
-        for r in rows
-    ]
 
 
 def store(
