@@ -257,14 +257,19 @@ def list_memories(
 def locked(conn: Connection, user_id: str, memory_id: str) -> MemoryRow | None:
     """The owner's memory with its contexts, its row locked to commit (MySQL/MariaDB; SQLite
     writers are serial), so an edit decided on its revision cannot race another."""
-    exists = conn.execute(
+    if not _lock(conn, user_id, memory_id):
+        return None
+    return get_memories(conn, user_id, [memory_id]).get(memory_id)
+
+
+def _lock(conn: Connection, user_id: str, memory_id: str) -> bool:
+    """Lock the owner's memory row to commit (MySQL/MariaDB); False when it is not theirs."""
+    found = conn.execute(
         select(memory.c.id)
         .where(memory.c.user_id == user_id, memory.c.id == memory_id)
         .with_for_update()
     ).first()
-    if exists is None:
-        return None
-    return get_memories(conn, user_id, [memory_id]).get(memory_id)
+    return found is not None
 
 
 def update_memory(
@@ -324,12 +329,7 @@ def delete_memory(
     the time); False when it is not theirs."""
     # Locked (MySQL/MariaDB; SQLite writers are serial anyway): of two deletes of one memory,
     # the second waits for the first and finds it gone, rather than deleting it twice.
-    exists = conn.execute(
-        select(memory.c.id)
-        .where(memory.c.user_id == user_id, memory.c.id == memory_id)
-        .with_for_update()
-    ).first()
-    if exists is None:
+    if not _lock(conn, user_id, memory_id):
         return False
     postings.remove(conn, user_id, memory_id)
     revisions.delete_revisions(conn, user_id, memory_id)
