@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
+from databases import wipe
 from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
@@ -58,23 +59,6 @@ def mariadb_url() -> Iterator[str]:
     admin.dispose()
 
 
-def _wipe(url: str) -> None:
-    """Empty every table of a migrated database (children first)."""
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        names = set(sa.inspect(conn).get_table_names())
-        from memory_bank.store.schema import metadata
-
-        for table in reversed(metadata.sorted_tables):
-            if table.name in names:
-                conn.execute(table.delete())
-        for name in sorted(
-            names - {t.name for t in metadata.tables.values()} - {"alembic_version"}
-        ):
-            conn.execute(sa.text(f"DELETE FROM `{name}`"))
-    engine.dispose()
-
-
 @pytest.fixture(params=ENGINES)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A database URL: a new SQLite file, or the session's MariaDB database emptied."""
@@ -83,7 +67,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         return
     url = request.getfixturevalue("mariadb_url")
     with contextlib.suppress(sa.exc.ProgrammingError):  # not migrated yet
-        _wipe(url)
+        wipe(url)
     yield url
 
 

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from contract import row_counts
+from databases import wipe
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import batch
@@ -21,7 +22,7 @@ from memory_bank.store.engine import (
     writing,
 )
 from memory_bank.store.migrate import migrate
-from memory_bank.store.schema import memory, memory_user_stats, metadata
+from memory_bank.store.schema import memory, memory_user_stats
 
 OWNER = store.Owner("alice", None, "test")
 CONTEXTS = [
@@ -43,9 +44,7 @@ def counted_engine(mariadb_url: str) -> Iterator[tuple[sa.Engine, list[str]]]:
     migrate(engine)
     # The session's database holds whatever the test before left (others wipe it when they
     # start): these tests count one user's rows, so they start from empty too.
-    with engine.begin() as conn:
-        for table in reversed(metadata.sorted_tables):
-            conn.execute(table.delete())
+    wipe(mariadb_url)
     sent: list[str] = []
     original = engine.pool._creator  # type: ignore[attr-defined]
 

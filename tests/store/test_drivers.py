@@ -8,13 +8,13 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
+from databases import wipe
 from drivers import require_mysqlclient
 from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.store import keys
 from memory_bank.store.engine import make_engine, reading, writing
-from memory_bank.store.schema import metadata
 
 BODY = {
     "content": "We dropped Acme as a vendor after the Q3 price change",
@@ -32,13 +32,7 @@ def mysqldb_url(mariadb_url: str) -> str:
     require_mysqlclient()
     # The session's database holds what the test before left, encrypted owners included
     # (others empty it when they start): start from empty too.
-    engine = sa.create_engine(mariadb_url)
-    with engine.begin() as conn:
-        present = set(sa.inspect(conn).get_table_names())
-        for table in reversed(metadata.sorted_tables):
-            if table.name in present:
-                conn.execute(table.delete())
-    engine.dispose()
+    wipe(mariadb_url)
     url = sa.engine.make_url(mariadb_url).set(drivername="mysql+mysqldb")
     return url.render_as_string(hide_password=False)
 
