@@ -177,20 +177,11 @@ def build(data: Path) -> list[Question]:
         texts: dict[str, dict[str, str]] = {}
 
         def save(conn: Any) -> None:
-            for conv in convs:
-                owner = store.Owner(conv.sample_id, None, "benchmark")
-                for t in conv.turns:
-                    ctxs = [
-                        store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], None)
-                        for c in t.body.get("contexts", [])
-                    ]
-                    content, tags = t.body["content"], t.body.get("tags", [])
-                    entry = postings_of(content, tags, [c.snippet for c in ctxs])
-                    row = store.insert_memory(conn, owner, content, tags, ctxs, entry)
-                    label[row.id] = t.dia_id
-                    texts.setdefault(conv.sample_id, {})[row.id] = embed_text(
-                        content, tags, [c.snippet for c in ctxs] if EMBED_CONTEXTS else []
-                    )
+            for saved in locomo.insert_turns(conn, convs):
+                label[saved.memory_id] = saved.turn.dia_id
+                texts.setdefault(saved.user, {})[saved.memory_id] = embed_text(
+                    saved.content, saved.tags, saved.snippets if EMBED_CONTEXTS else []
+                )
             owner = store.Owner("paraphrase", None, "benchmark")
             every = [t for conv in convs for t in conv.turns]
             step = max(len(every) // DISTRACTORS, 1)

@@ -328,11 +328,41 @@ def patched(obj: Any, **values: Any) -> Iterator[None]:
             setattr(obj, k, v)
 
 
+@dataclass(frozen=True)
+class Saved:
+    """A turn saved in-process as its conversation's memory."""
+
+    user: str
+    turn: Turn
+    memory_id: str
+    content: str
+    tags: list[str]
+    snippets: list[str]
+
+
+def insert_turns(conn: sa.Connection, convs: list[Conversation]) -> Iterator[Saved]:
+    """Save every turn through the storage layer, each conversation as its own user."""
+    from memory_bank.search.document import postings_of
+    from memory_bank.store import memories as store
+
+    for conv in convs:
+        owner = store.Owner(conv.sample_id, None, "benchmark")
+        for t in conv.turns:
+            ctxs = [
+                store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], None)
+                for c in t.body.get("contexts", [])
+            ]
+            content, tags = t.body["content"], t.body.get("tags", [])
+            snippets = [c.snippet for c in ctxs]
+            row = store.insert_memory(
+                conn, owner, content, tags, ctxs, postings_of(content, tags, snippets)
+            )
+            yield Saved(conv.sample_id, t, row.id, content, tags, snippets)
+
+
 def run_direct(convs: list[Conversation]) -> Scores:
     """Save and search through the storage layer on a fresh SQLite file (same code as HTTP)."""
     from memory_bank.search import index
-    from memory_bank.search.document import postings_of
-    from memory_bank.store import memories as store
     from memory_bank.store.engine import make_engine, reading, writing
     from memory_bank.store.migrate import migrate
 
@@ -342,17 +372,8 @@ def run_direct(convs: list[Conversation]) -> Scores:
         by_id: dict[str, str] = {}
 
         def save_all(conn: sa.Connection) -> None:
-            for conv in convs:
-                owner = store.Owner(conv.sample_id, None, "benchmark")
-                for t in conv.turns:
-                    ctxs = [
-                        store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], None)
-                        for c in t.body.get("contexts", [])
-                    ]
-                    content, tags = t.body["content"], t.body.get("tags", [])
-                    entry = postings_of(content, tags, [c.snippet for c in ctxs])
-                    row = store.insert_memory(conn, owner, content, tags, ctxs, entry)
-                    by_id[row.id] = t.dia_id
+            for saved in insert_turns(conn, convs):
+                by_id[saved.memory_id] = saved.turn.dia_id
 
         writing(engine, save_all)
         with reading(engine) as conn:
