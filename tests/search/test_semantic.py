@@ -87,20 +87,22 @@ def semantic(make_service: Callable[..., Any]) -> Any:
     return make_service(embeddings="local", embeddings_worker=False)
 
 
-@pytest.fixture
-def embedding_server() -> Iterator[Callable[..., str]]:
-    """Start real OpenAI-compatible embedding server processes; returns their base URLs."""
-    started: list[subprocess.Popen[bytes]] = []
+class EmbeddingServers:
+    """Real OpenAI-compatible embedding server processes, started and stopped by tests."""
 
-    def start(model: str = "other-minilm", *flags: str) -> str:
+    def __init__(self) -> None:
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def __call__(self, model: str = "other-minilm", *flags: str) -> str:
+        """Start one server and return its base URL once it answers."""
         port = free_port()
         process = subprocess.Popen(
             [sys.executable, str(TESTS / "embedding_server.py"), str(port), model, *flags],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        started.append(process)
         base = f"http://127.0.0.1:{port}"
+        self.processes[base] = process
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -110,10 +112,33 @@ def embedding_server() -> Iterator[Callable[..., str]]:
                 time.sleep(0.1)
         raise RuntimeError("embedding server did not start")
 
-    yield start
-    for process in started:
+    def kill(self, base: str) -> None:
+        """Kill -9 the server at this URL and wait until its port refuses connections."""
+        process = self.processes[base]
         process.kill()
         process.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(base + "/stats", timeout=0.5)
+                time.sleep(0.1)
+            except httpx.HTTPError:
+                return
+        raise AssertionError(f"{base} still answers after its process was killed")
+
+    def close(self) -> None:
+        """Stop every server still running."""
+        for process in self.processes.values():
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def embedding_server() -> Iterator[EmbeddingServers]:
+    """Start real OpenAI-compatible embedding server processes; calling it returns a base URL."""
+    servers = EmbeddingServers()
+    yield servers
+    servers.close()
 
 
 def stats(base: str) -> dict[str, Any]:
@@ -290,8 +315,7 @@ def test_with_the_provider_stopped_search_answers_lexically_and_logs_once(
 
     stop = httpx.get(base + "/stats")  # the server is up; now stop it
     assert stop.status_code == 200
-    port = int(base.rsplit(":", 1)[1])
-    _kill_listener(port)
+    embedding_server.kill(base)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memory_bank.embeddings"):
         for _ in range(3):
@@ -316,24 +340,6 @@ def test_a_provider_slower_than_the_deadline_gives_lexical_results(make_service,
     found = search(service, alice, "football")
     assert found["mode"] == "lexical"
     assert [m["id"] for m in found["results"]] == [leo]
-
-
-def _kill_listener(port: int) -> None:
-    """Kill the embedding server process listening on this port (one of ours)."""
-    out = subprocess.run(
-        ["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True
-    ).stdout
-    for line in out.splitlines():
-        if "embedding_server.py" in line and f" {port} " in line + " ":
-            os.kill(int(line.split()[0]), 9)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/stats", timeout=0.5)
-                    time.sleep(0.1)
-                except httpx.HTTPError:
-                    return
-    raise AssertionError(f"no embedding server on port {port}")
 
 
 @pytest.mark.parametrize(
