@@ -207,6 +207,21 @@ def make_key(database_url: str, user: str, org: str | None = None) -> str:
     return str(secret)
 
 
+def alternating_saves(
+    clients: dict[str, httpx.Client], bodies: Sequence[dict[str, object]]
+) -> dict[str, list[float]]:
+    """Save each body through every client in turn and time each save, per client name."""
+    times: dict[str, list[float]] = {name: [] for name in clients}
+    names = list(clients)
+    for i, body in enumerate(bodies):
+        # Alternate who goes first, so neither side always follows the other's commit.
+        for name in names if i % 2 == 0 else reversed(names):
+            start = time.perf_counter()
+            clients[name].post("/v1/memory", json=body).raise_for_status()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def percentile(values: Sequence[float], pct: float) -> float:
     """The pct-th percentile (nearest rank) of some values."""
     ordered = sorted(values)

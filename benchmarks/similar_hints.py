@@ -20,12 +20,11 @@ import contextlib
 import random
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 
-from common import create_database, make_key, start_server, with_driver
+from common import alternating_saves, create_database, make_key, start_server, with_driver
 
 # (kept, new, should it be hinted?)
 PAIRS: list[tuple[str, str, bool]] = [
@@ -247,15 +246,8 @@ def rate(engine: str, requests: int) -> dict[str, list[float]]:
         for client in clients.values():
             for text in texts[:100]:
                 client.post("/v1/memory", json={"content": text}).raise_for_status()
-        times: dict[str, list[float]] = {name: [] for name in clients}
-        names = list(clients)
-        for i in range(requests):
-            body = {"content": texts[100 + i], "tags": ["bench"]}
-            for name in names if i % 2 == 0 else reversed(names):
-                start = time.perf_counter()
-                clients[name].post("/v1/memory", json=body).raise_for_status()
-                times[name].append(time.perf_counter() - start)
-    return times
+        bodies = [{"content": text, "tags": ["bench"]} for text in texts[100 : 100 + requests]]
+        return alternating_saves(clients, bodies)
 
 
 def main() -> None:

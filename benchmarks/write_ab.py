@@ -18,13 +18,19 @@ import os
 import statistics
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
-from common import REPO, create_database, make_key, start_server, with_driver
+from common import (
+    REPO,
+    alternating_saves,
+    create_database,
+    make_key,
+    start_server,
+    with_driver,
+)
 from request_floor import BODY
 
 
@@ -68,15 +74,7 @@ def compare(engine: str, sources: dict[str, Path], requests: int) -> dict[str, l
         for client in clients.values():
             for _ in range(30):
                 client.post("/v1/memory", json=BODY).raise_for_status()
-        times: dict[str, list[float]] = {name: [] for name in clients}
-        names = list(clients)
-        for i in range(requests):
-            # Alternate who goes first, so neither side always follows the other's commit.
-            for name in names if i % 2 == 0 else reversed(names):
-                start = time.perf_counter()
-                clients[name].post("/v1/memory", json=BODY).raise_for_status()
-                times[name].append(time.perf_counter() - start)
-    return times
+        return alternating_saves(clients, [BODY] * requests)
 
 
 def main() -> None:
