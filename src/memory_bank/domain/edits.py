@@ -163,6 +163,17 @@ def apply(
     return edited
 
 
+def changeable(
+    conn: Connection, principal: Principal, memory_id: str, if_match: str | None
+) -> store.MemoryRow:
+    """The memory, locked, once the principal may change it (acl) and If-Match names its
+    current revision; 404/403/412 otherwise."""
+    current = locate(conn, principal, memory_id)
+    acl.check_change(principal, current.user_id, current.created_by)
+    check_match(if_match, current.revision)
+    return current
+
+
 def patch(
     engine: Engine,
     principal: Principal,
@@ -174,9 +185,7 @@ def patch(
     change = parse_patch(body)
 
     def work(conn: Connection) -> store.MemoryRow:
-        current = locate(conn, principal, memory_id)
-        acl.check_change(principal, current.user_id, current.created_by)
-        check_match(if_match, current.revision)
+        current = changeable(conn, principal, memory_id, if_match)
         return apply(conn, principal, current, change, principal.source)
 
     return shape(writing(engine, work))
@@ -189,9 +198,7 @@ def proposed(
     and If-Match as an edit would, for an edit that goes to review."""
     change = parse_patch(body)
     with reading(engine) as conn:
-        current = locate(conn, principal, memory_id)
-    acl.check_change(principal, current.user_id, current.created_by)
-    check_match(if_match, current.revision)
+        current = changeable(conn, principal, memory_id, if_match)
     return current, changed_row(current, change)
 
 
@@ -211,9 +218,7 @@ def restore(
     """Make an old revision's state the memory's newest revision (history only grows)."""
 
     def work(conn: Connection) -> store.MemoryRow:
-        current = locate(conn, principal, memory_id)
-        acl.check_change(principal, current.user_id, current.created_by)
-        check_match(if_match, current.revision)
+        current = changeable(conn, principal, memory_id, if_match)
         old = _revision(conn, current, revision)
         change = Change(old.content, old.tags, old.contexts)
         return apply(conn, principal, current, change, principal.source)
