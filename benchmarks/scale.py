@@ -151,7 +151,7 @@ def load_user(conn: sa.Connection, n: int, bodies: list[dict[str, Any]]) -> None
         mid = new_id("mem")
         tags = json.dumps(body.get("tags", []))
         mems.append(
-            (mid, user, None, body["content"], tags, "benchmark", "user", stamp, stamp, None)
+            (mid, user, None, body["content"], tags, "benchmark", "user", stamp, stamp, None, 1)
         )
         for pos, c in enumerate(body.get("contexts", []) if full else []):
             ctxs.append(

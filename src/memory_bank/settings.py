@@ -149,8 +149,9 @@ class Settings:
 
     embeddings: str = _setting(
         "off",
-        "Semantic search: off (lexical only), local (the packaged all-MiniLM-L6-v2, needs the "
-        "`semantic` extra), local:<model name or directory>, or openai:<base URL> of an "
+        "Semantic search: off (lexical only), local (all-mpnet-base-v2 from the `semantic` "
+        "extra; local:all-MiniLM-L6-v2 is smaller and faster), local:<model name or directory>, "
+        "or openai:<base URL> of an "
         "OpenAI-compatible /v1/embeddings server; a bad value refuses to start.",
     )
     embeddings_model: str = _setting(

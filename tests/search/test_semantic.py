@@ -28,7 +28,8 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 from live_server import free_port  # noqa: E402
 
-LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
+LOCAL_MODEL = "local:all-mpnet-base-v2-int8"
+LOCAL_DIM = 768
 LEO = "Leo has football practice every Saturday"
 QUESTION = "What sport does my son do at the weekend?"
 DISTRACTORS = [
@@ -175,7 +176,7 @@ def test_a_save_is_searchable_lexically_before_its_vector_and_semantically_after
     assert search(semantic, alice, QUESTION, mode="semantic")["results"] == []
 
     assert drain(semantic) == 1
-    assert vector_rows(semantic.engine, "alice") == {leo: (LOCAL_MODEL, 384)}
+    assert vector_rows(semantic.engine, "alice") == {leo: (LOCAL_MODEL, LOCAL_DIM)}
     assert semantic.client.get("/readyz").json()["embeddings_pending"] == 0
     assert [m["id"] for m in search(semantic, alice, QUESTION, mode="semantic")["results"]] == [leo]
 
@@ -433,7 +434,7 @@ def test_the_worker_drains_the_outbox_in_the_background(make_service):
         time.monotonic() < deadline and service.client.get("/readyz").json()["embeddings_pending"]
     ):
         time.sleep(0.05)
-    assert vector_rows(service.engine, "alice") == {leo: (LOCAL_MODEL, 384)}
+    assert vector_rows(service.engine, "alice") == {leo: (LOCAL_MODEL, LOCAL_DIM)}
 
 
 @pytest.mark.slow

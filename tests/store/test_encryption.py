@@ -293,7 +293,7 @@ def test_vectors_are_sealed_at_rest_and_semantic_search_still_works(
 
     from memory_bank.app import state_of
     from memory_bank.domain import vector_jobs
-    from memory_bank.search.embeddings import embed_text
+    from memory_bank.search.embeddings import DEFAULT_LOCAL, embed_text
     from memory_bank.search.local_model import load
 
     master = {"master_key": new_key()} if sealed else {}
@@ -303,7 +303,7 @@ def test_vectors_are_sealed_at_rest_and_semantic_search_still_works(
     saved = service.client.post("/v1/memory", json={"content": content}, headers=headers)
     assert saved.status_code == 201
     assert vector_jobs.drain_once(service.engine, state_of(service.app).semantic) == 1
-    vector = load("all-MiniLM-L6-v2").embed([embed_text(content, [], [])])[0].tobytes()
+    vector = load(DEFAULT_LOCAL).embed([embed_text(content, [], [])])[0].tobytes()
     raw = database_bytes(service.engine, database_url)
     plain_forms = [base64.b64encode(vector)[:40], vector[:32]]
     if sealed:

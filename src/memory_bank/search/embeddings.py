@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
     from memory_bank.settings import Settings
 
-# The model `local` means: all-MiniLM-L6-v2 as int8 ONNX, shipped by a pinned package.
-DEFAULT_LOCAL = "all-MiniLM-L6-v2"
+# The model `local` means: all-mpnet-base-v2 as int8 ONNX, built from pinned packaged weights.
+DEFAULT_LOCAL = "all-mpnet-base-v2"
 
 
 class EmbeddingsMisconfigured(ValueError):

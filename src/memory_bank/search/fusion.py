@@ -25,11 +25,11 @@ class Blend:
     from `high` on, and moves linearly between them.
     """
 
-    dense_when_covered: float = 0.45
-    dense_when_uncovered: float = 0.9
-    low: float = 0.2
-    high: float = 0.7
-    candidates: int = 100
+    dense_when_covered: float = 0.5
+    dense_when_uncovered: float = 0.7
+    low: float = 0.0
+    high: float = 1.0
+    candidates: int = 200
 
     def dense_weight(self, coverage: float) -> float:
         """The cosine's share of the score for a query whose lexical hits cover this much."""

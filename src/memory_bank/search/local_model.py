@@ -1,8 +1,10 @@
 """The local provider: a sentence-embedding model run in-process on CPU with onnxruntime.
 
-`local` is all-MiniLM-L6-v2 (int8 ONNX) from a package pinned in the `semantic` extra, checked
-against its sha256 before it runs. `local:<directory>` loads `model.onnx` (or `onnx/model.onnx`)
-and `tokenizer.json` from a directory, for air-gapped installs; `local:<name>` downloads those
+`local` is all-mpnet-base-v2 as int8 ONNX, built once from pinned packaged weights
+(search/mpnet.py). `local:all-MiniLM-L6-v2` is a smaller, faster model as int8 ONNX from a
+package pinned in the `semantic` extra, checked against its sha256 before it runs.
+`local:<directory>` loads `model.onnx` (or `onnx/model.onnx`) and `tokenizer.json` from a
+directory, for air-gapped installs; `local:<name>` downloads those
 two files of a model hub repository once, with a progress bar, into the user's cache.
 """
 
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_bank.search.embeddings import DEFAULT_LOCAL, EmbeddingsMisconfigured
+from memory_bank.search import mpnet
+from memory_bank.search.embeddings import EmbeddingsMisconfigured
 
 # The packaged model and tokenizer, pinned by version in pyproject.toml and by hash here.
 _PACKAGED = {
@@ -29,8 +32,9 @@ _SHA256 = {
     "model": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
     "tokenizer": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 }
-_ALIASES = {DEFAULT_LOCAL.lower(), f"sentence-transformers/{DEFAULT_LOCAL}".lower()}
-# Word pieces a text is cut to (all-MiniLM-L6-v2 was trained on up to 256).
+MINILM = "all-MiniLM-L6-v2"
+# Word pieces a text is cut to, unless the model says otherwise (all-MiniLM-L6-v2 was trained
+# on up to 256).
 MAX_TOKENS = 256
 HUB_URL = os.environ.get("MEMORY_BANK_MODEL_HUB", "https://huggingface.co")
 
@@ -38,7 +42,9 @@ HUB_URL = os.environ.get("MEMORY_BANK_MODEL_HUB", "https://huggingface.co")
 class LocalProvider:
     """An ONNX sentence encoder with mean pooling, unit-length rows."""
 
-    def __init__(self, model: str, model_file: Path, tokenizer_file: Path) -> None:
+    def __init__(
+        self, model: str, model_file: Path, tokenizer_file: Path, max_tokens: int = MAX_TOKENS
+    ) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -55,8 +61,14 @@ class LocalProvider:
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.enable_truncation(max_tokens)
+        # BERT vocabularies pad with [PAD] (id 0), RoBERTa-like ones (MPNet) with <pad> (id 1).
+        pad = next(
+            (t for t in ("[PAD]", "<pad>") if self._tokenizer.token_to_id(t) is not None), ""
+        )
+        self._tokenizer.enable_padding(
+            pad_id=self._tokenizer.token_to_id(pad) if pad else 0, pad_token=pad or "[PAD]"
+        )
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One unit-length float32 row per text."""
@@ -64,7 +76,8 @@ class LocalProvider:
             return np.zeros((0, 0), dtype=np.float32)
         # One text per run: padding a batch to its longest text cost more than batching saved
         # (LoCoMo memories with their contexts, one thread: 35-40 ms a text alone, 75-155 ms a
-        # text in batches of 32).
+        # text in batches of 32), and int8 models quantize activations over the whole batch,
+        # padding included, so a text's vector would depend on its batch-mates (cosine 0.98).
         return np.vstack([self._run([text]) for text in texts])
 
     def _run(self, texts: list[str]) -> np.ndarray:
@@ -96,8 +109,18 @@ def load(target: str) -> LocalProvider:
             "MEMORY_BANK_EMBEDDINGS=local needs the `semantic` extra: "
             "pip install 'memory-bank-server[semantic]'"
         ) from None
-    if target.lower() in _ALIASES:
-        return LocalProvider(f"local:{DEFAULT_LOCAL}-int8", *_packaged())
+    name = target.lower().removeprefix("sentence-transformers/")
+    if name == mpnet.NAME.lower():
+        try:
+            folder = mpnet.ensure()
+        except (mpnet.BuildError, ImportError, OSError) as exc:
+            raise EmbeddingsMisconfigured(f"cannot build {mpnet.NAME}: {exc}") from None
+        model_file, tokenizer_file = _files_in(folder)
+        return LocalProvider(
+            f"local:{mpnet.NAME}-int8", model_file, tokenizer_file, mpnet.MAX_TOKENS
+        )
+    if name == MINILM.lower():
+        return LocalProvider(f"local:{MINILM}-int8", *_packaged())
     folder = Path(target).expanduser()
     if folder.is_dir():
         model_file, tokenizer_file = _files_in(folder)
