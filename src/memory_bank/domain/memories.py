@@ -215,16 +215,19 @@ def find(
     """
     wanted = mode or ("hybrid" if semantic is not None else "lexical")
     found: dict[str, store.MemoryRow] = {}
+    # The query is embedded on another thread while BM25 ranks here (onnxruntime and a remote
+    # provider's network wait both release the GIL), so hybrid costs about the larger of the
+    # two, not their sum.
+    pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
     with reading(engine) as conn:
         owners = acl.readable_owners(principal, scope)
-        query_vector = None
-        if wanted != "lexical" and semantic is not None:
-            query_vector = semantic.query_vector(query)
+        rankings = _candidates(conn, owners, query, limit) if wanted == "hybrid" and pending else {}
+        query_vector = pending() if pending is not None else None
         if query_vector is None or semantic is None:
             used, hits = "lexical", _lexical(conn, owners, query, limit)
         else:
             used = wanted
-            hits = _semantic(conn, owners, query, limit, wanted, semantic, query_vector)
+            hits = _semantic(conn, owners, limit, wanted, semantic, query_vector, rankings)
         for owner in owners:
             ids = [mid for who, mid, _ in hits if who == owner]
             found |= store.get_memories(conn, owner, ids)
@@ -252,17 +255,31 @@ def _lexical(
     )
 
 
+def _candidates(
+    conn: Connection, owners: list[str], query: str, limit: int
+) -> dict[str, tuple[search_index.Ranking, float]]:
+    """Each owner's BM25 candidates for the blend and their coverage of the query."""
+    n = max(fusion.BLEND.candidates, limit)
+    found = {}
+    for owner in owners:
+        ranking = search_index.rank(
+            conn, owner, query, n, owner_keys.sealer(conn, owner).term_forms
+        )
+        found[owner] = (ranking, search_index.coverage(conn, owner, ranking))
+    return found
+
+
 def _semantic(
     conn: Connection,
     owners: list[str],
-    query: str,
     limit: int,
     mode: str,
     semantic: Semantic,
     query_vector: Any,
+    rankings: dict[str, tuple[search_index.Ranking, float]],
 ) -> list[tuple[str, str, float]]:
-    """Cosine ("semantic") or the adaptive blend ("hybrid") over each owner's vectors and index;
-    only vectors of the provider's model take part."""
+    """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
+    owner's vectors; only vectors of the provider's model take part."""
     blend = fusion.BLEND
     lexical: list[tuple[tuple[str, str], float]] = []
     dense: list[tuple[tuple[str, str], float]] = []
@@ -275,10 +292,9 @@ def _semantic(
         dense += [((owner, mid), s) for mid, s in matrix.top(scores, n)]
         if mode == "semantic":
             continue
-        sealer = owner_keys.sealer(conn, owner)
-        ranking = search_index.rank(conn, owner, query, n, sealer.term_forms)
+        ranking, covered = rankings[owner]
         lexical += [((owner, mid), s) for mid, s in ranking.hits]
-        coverage = max(coverage, search_index.coverage(conn, owner, ranking))
+        coverage = max(coverage, covered)
         for mid, _ in ranking.hits:
             row = matrix.row_of.get(mid)
             if row is not None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
@@ -44,8 +46,19 @@ class Semantic:
 
     def query_vector(self, text: str) -> np.ndarray | None:
         """The query's embedding, or None when the provider fails or misses the deadline."""
+        return self.begin(text)()
+
+    def begin(self, text: str) -> Callable[[], np.ndarray | None]:
+        """Start embedding the query now; the returned call waits for it, within the deadline
+        counted from now (so a search can rank lexically meanwhile)."""
+        future = self._pool.submit(self.provider.embed, [text])
+        until = time.monotonic() + self.deadline
+        return lambda: self._finish(future, until)
+
+    def _finish(self, future: Future[np.ndarray], until: float) -> np.ndarray | None:
+        """The embedding a future holds, or None when it failed or is not there by `until`."""
         try:
-            vector = self._pool.submit(self.provider.embed, [text]).result(self.deadline)
+            vector = future.result(max(0.0, until - time.monotonic()))
         except FutureTimeout:
             self.trouble("did not answer a query within the deadline")
             return None
