@@ -68,22 +68,30 @@ def test_a_damaged_cache_is_not_taken_as_built(tmp_path: Path) -> None:
     assert not mpnet._complete(tmp_path)
 
 
-def test_an_altered_part_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    dist, _ = mpnet.PARTS[4]
-    monkeypatch.setattr(mpnet, "PARTS", [*mpnet.PARTS[:4], (dist, "0" * 64)])
+def test_an_altered_slice_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    # Not installed, so the parts cache is read; there, slices that are not the pinned ones.
+    parts = [(f"no-such-part-{i}", digest) for i, (_, digest) in enumerate(mpnet.PARTS, 1)]
+    monkeypatch.setattr(mpnet, "PARTS", parts)
+    mpnet.parts_dir().mkdir(parents=True)
+    for i in range(1, 6):
+        (mpnet.parts_dir() / f"all-mpnet-base-v2.zip.{i:03d}").write_bytes(b"not the weights")
     with pytest.raises(mpnet.BuildError, match="sha256 mismatch"):
         mpnet.part_files()
 
 
-def test_a_missing_part_refuses_to_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_part_that_cannot_be_fetched_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(mpnet, "PARTS", [("no-such-distribution-part", "0" * 64)])
     local_model.load.cache_clear()
     try:
-        with pytest.raises(EmbeddingsMisconfigured, match="no-such-distribution-part"):
+        with pytest.raises(EmbeddingsMisconfigured, match="could not fetch no-such-distribution"):
             local_model.load(DEFAULT_LOCAL)
     finally:
         local_model.load.cache_clear()
+    assert not mpnet.cache_dir().exists()
 
 
 def test_joined_slices_read_as_one_archive(tmp_path: Path) -> None:

