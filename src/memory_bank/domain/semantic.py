@@ -44,13 +44,10 @@ class Semantic:
         # Set when a save queued work, so the worker need not wait for its next poll.
         self.wake = threading.Event()
 
-    def query_vector(self, text: str) -> np.ndarray | None:
-        """The query's embedding, or None when the provider fails or misses the deadline."""
-        return self.begin(text)()
-
     def begin(self, text: str) -> Callable[[], np.ndarray | None]:
-        """Start embedding the query now; the returned call waits for it, within the deadline
-        counted from now (so a search can rank lexically meanwhile)."""
+        """Start embedding the query now; the returned call waits for it and gives the vector,
+        or None when the provider fails or misses the deadline counted from now (so a search
+        can rank lexically meanwhile)."""
         future = self._pool.submit(self.provider.embed, [text])
         until = time.monotonic() + self.deadline
         return lambda: self._finish(future, until)

@@ -111,6 +111,8 @@ def _complete(folder: Path) -> bool:
         return False
     try:
         recorded = json.loads(stamp.read_text())
+        if set(recorded) != {"model.onnx", "tokenizer.json"}:
+            return False
         return all(_sha256_file(folder / name) == digest for name, digest in recorded.items())
     except (OSError, ValueError, AttributeError):
         return False
