@@ -57,8 +57,8 @@ def test_a_damaged_cache_is_not_taken_as_built(tmp_path: Path) -> None:
     (tmp_path / "model.onnx").write_bytes(b"model")
     (tmp_path / "tokenizer.json").write_text("{}")
     stamp = {
-        "model.onnx": mpnet._sha256_file(tmp_path / "model.onnx"),
-        "tokenizer.json": mpnet._sha256_file(tmp_path / "tokenizer.json"),
+        "model.onnx": mpnet.sha256_file(tmp_path / "model.onnx"),
+        "tokenizer.json": mpnet.sha256_file(tmp_path / "tokenizer.json"),
     }
     (tmp_path / "build.json").write_text(json.dumps(stamp))
     assert mpnet._complete(tmp_path)

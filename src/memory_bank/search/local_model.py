@@ -4,14 +4,13 @@
 (search/mpnet.py). `local:all-MiniLM-L6-v2` is a smaller, faster model as int8 ONNX from a
 package pinned in the `semantic` extra, checked against its sha256 before it runs.
 `local:<directory>` loads `model.onnx` (or `onnx/model.onnx`) and `tokenizer.json` from a
-directory, for air-gapped installs; `local:<name>` downloads those
-two files of a model hub repository once, with a progress bar, into the user's cache.
+directory, for air-gapped installs; `local:<name>` downloads those two files of a model hub
+repository once, with a progress bar, into the user's cache.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -139,22 +138,13 @@ def _packaged() -> tuple[Path, Path]:
                 "pip install 'memory-bank-server[semantic]'"
             )
         path = Path(next(iter(spec.submodule_search_locations))) / name
-        if not path.is_file() or _sha256(path) != _SHA256[what]:
+        if not path.is_file() or mpnet.sha256_file(path) != _SHA256[what]:
             raise EmbeddingsMisconfigured(
                 f"the packaged {what} file {path} is missing or not the pinned one "
                 "(sha256 mismatch); reinstall the `semantic` extra"
             )
         found.append(path)
     return found[0], found[1]
-
-
-def _sha256(path: Path) -> str:
-    """The file's sha256, hex."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _files_in(folder: Path) -> tuple[Path, Path]:

@@ -113,7 +113,7 @@ def _complete(folder: Path) -> bool:
         recorded = json.loads(stamp.read_text())
         if set(recorded) != {"model.onnx", "tokenizer.json"}:
             return False
-        return all(_sha256_file(folder / name) == digest for name, digest in recorded.items())
+        return all(sha256_file(folder / name) == digest for name, digest in recorded.items())
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -161,7 +161,7 @@ def build(folder: Path) -> None:
             extra_options={"MatMulConstBOnly": True},
         )
         (work / "fp32.onnx").unlink()
-        stamp = {name: _sha256_file(work / name) for name in ("model.onnx", "tokenizer.json")}
+        stamp = {name: sha256_file(work / name) for name in ("model.onnx", "tokenizer.json")}
         (work / "build.json").write_text(json.dumps(stamp))
         if folder.exists():  # an incomplete or corrupt earlier build
             for stale in folder.iterdir():
@@ -179,7 +179,7 @@ def part_files() -> list[Path]:
     found = []
     for index, (dist, digest) in enumerate(PARTS, start=1):
         path = _installed_slice(dist, index) or _cached_slice(dist, index)
-        if not path.is_file() or _sha256_file(path) != digest:
+        if not path.is_file() or sha256_file(path) != digest:
             raise BuildError(
                 f"{path} is not the pinned slice {index} of {NAME} (sha256 mismatch); "
                 "delete it to fetch it again"
@@ -485,7 +485,7 @@ def graph(weights: dict[str, np.ndarray]) -> bytes:
     return bytes(model.SerializeToString())
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     """The file's sha256, hex."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
