@@ -69,3 +69,45 @@ def test_dedupe_skip_returns_the_memory_already_kept(service):
     assert copy.status_code == 201 and copy.json()["similar"][0]["id"] == kept["id"]
     with service.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(memory)).scalar() == 3
+
+
+def test_a_write_only_key_learns_ids_and_scores_not_content(service):
+    reader = service.auth()
+    writer = service.auth(scopes=("mcp:write",))
+    _a_bank_of_other_memories(service, reader)
+    kept = _save(service, reader, "We signed Acme in March").json()["memory"]
+    r = _save(service, writer, "We re-signed Acme in January")
+    assert r.status_code == 201, r.text
+    assert r.json()["similar"] == [{"id": kept["id"], "score": r.json()["similar"][0]["score"]}]
+    assert "March" not in r.text
+    # Skipping a duplicate answers with the memory kept: that is a read, refused without mcp:read.
+    skip = _save(service, writer, "We signed Acme in March", dedupe="skip")
+    assert skip.status_code == 403 and skip.json()["required_scope"] == "mcp:read"
+    assert "March" not in skip.text
+    with service.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(memory)).scalar() == 42
+
+
+def test_a_committed_save_answers_201_when_its_hints_fail(service, caplog):
+    headers = service.auth()
+    _a_bank_of_other_memories(service, headers)
+    assert _save(service, headers, "We signed Acme in March").json()["similar"] == []
+
+    def fail_index_reads(conn, cursor, statement, *args):
+        # The hints' read of the index fails after the save committed (as a pushed-down
+        # function missing on a backend did on Spider).
+        if statement.lstrip().upper().startswith("SELECT") and "memory_term" in statement:
+            raise sa.exc.OperationalError(statement, {}, Exception("injected failure"))
+
+    sa.event.listen(service.engine, "before_cursor_execute", fail_index_reads)
+    try:
+        r = _save(service, headers, "We re-signed Acme in January")
+    finally:
+        sa.event.remove(service.engine, "before_cursor_execute", fail_index_reads)
+    assert r.status_code == 201, r.text
+    assert r.json()["similar"] == []
+    again = service.client.get(r.headers["location"], headers=headers)
+    assert again.status_code == 200 and again.json()["memory"]["content"] == "We re-signed Acme in January"
+    with service.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(memory)).scalar() == 42
+    assert "hints failed" in caplog.text and "re-signed" not in caplog.text

@@ -16,6 +16,7 @@ from memory_bank.auth import Principal
 from memory_bank.errors import Forbidden, InsufficientScope, OrgScopeForbidden
 from memory_bank.store import owners
 
+READ = "mcp:read"
 ORG_WRITE = "org:write"
 ORG_ADMIN = "org:admin"
 REVIEW = "memory:review"
@@ -37,6 +38,17 @@ def readable_owners(principal: Principal, scope: str = "all") -> list[str]:
 def can_read(principal: Principal, owner: str) -> bool:
     """Whether the principal may read memories of this owner key."""
     return owner in readable_owners(principal)
+
+
+def may_read(principal: Principal) -> bool:
+    """Whether the principal reads memories at all (mcp:read); a write-only key does not."""
+    return principal.has(READ)
+
+
+def check_read(principal: Principal) -> None:
+    """403 insufficient_scope (mcp:read) when a write asks for what reads memories back."""
+    if not may_read(principal):
+        raise InsufficientScope(READ)
 
 
 def save_owner(principal: Principal, scope: str | None) -> str:

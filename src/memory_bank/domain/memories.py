@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from memory_bank.store import memories as store
 from memory_bank.store import owner_keys, postings
 from memory_bank.store.engine import reading, writing
 
+log = logging.getLogger("memory_bank.memories")
 NOT_FOUND = "No memory with this id."
 # How long a deleted memory's id is remembered, so that a retried delete answers 204 again.
 TOMBSTONE_KEPT = timedelta(hours=24)
@@ -68,6 +70,9 @@ def save(
     content, tags, contexts = parse_new_memory(body)
     owner = owner_of(principal, body.get("scope"))
     skip_duplicate = body.get("dedupe") == "skip"
+    if skip_duplicate:
+        # Answering with the memory already kept reads it: a write-only key may not.
+        acl.check_read(principal)
 
     def work(conn: Connection) -> tuple[store.MemoryRow, bool]:
         if skip_duplicate:
@@ -88,8 +93,26 @@ def save(
     if not created:
         return shape(row), None
     # Read after the commit, outside the write: the hint never holds a write lock.
-    alike = similar.hints(engine, owner.user_id, row.id, content) if hints else []
+    alike = _hints_after_commit(engine, owner.user_id, row.id, content) if hints else []
+    if not acl.may_read(principal):
+        # A key that may only write learns nothing of what else is kept: ids and scores.
+        alike = [{"id": hint["id"], "score": hint["score"]} for hint in alike]
     return shape(row), alike
+
+
+def _hints_after_commit(
+    engine: Engine, owner: str, memory_id: str, content: str
+) -> list[dict[str, Any]]:
+    """The similar-memory hints for a committed save, or none when they cannot be had.
+
+    The memory is stored by now: a failure here must not turn the save into an error, which a
+    client would retry into a duplicate. It is logged (by type, never with content).
+    """
+    try:
+        return similar.hints(engine, owner, memory_id, content)
+    except Exception as exc:
+        log.warning("similar-memory hints failed after a save: %s", type(exc).__name__)
+        return []
 
 
 def owner_of(principal: Principal, scope: str | None) -> store.Owner:
