@@ -264,12 +264,29 @@ def locked(conn: Connection, user_id: str, memory_id: str) -> MemoryRow | None:
 
 def _lock(conn: Connection, user_id: str, memory_id: str) -> bool:
     """Lock the owner's memory row to commit (MySQL/MariaDB); False when it is not theirs."""
-    found = conn.execute(
-        select(memory.c.id)
-        .where(memory.c.user_id == user_id, memory.c.id == memory_id)
-        .with_for_update()
-    ).first()
-    return found is not None
+    return conn.execute(_LOCK_ROW, {"user_id": user_id, "id": memory_id}).first() is not None
+
+
+def _owner_lock(*columns: Any) -> Any:
+    """A locking read of one owner's memory row, found through (user_id, id).
+
+    The primary key is the id alone: a locking read through it locks, and waits for, the row
+    before the owner filter applies, so another tenant's edit of an id its owner held locked
+    waited for the lock (a 503 after 30 s) where a missing id answered 404 at once. Through the
+    (user_id, id) index a key that is not the caller's matches nothing and takes only a gap
+    lock, which waits for no one: existence never shows in the timing.
+    """
+    stmt = select(*columns).where(
+        memory.c.user_id == bindparam("user_id"), memory.c.id == bindparam("id")
+    )
+    for dialect in ("mysql", "mariadb"):
+        stmt = stmt.with_hint(memory, f"FORCE INDEX ({_OWNER_ID_INDEX})", dialect)
+    return stmt.with_for_update()
+
+
+_OWNER_ID_INDEX = "ix_memory_user_id_id"
+_LOCK_ROW = _owner_lock(memory.c.id)
+_LOCK_AUTHOR = _owner_lock(memory.c.created_by, memory.c.revision)
 
 
 def update_memory(
@@ -312,11 +329,7 @@ def update_memory(
 def author(conn: Connection, user_id: str, memory_id: str) -> tuple[bool, str | None, int]:
     """Whether the owner has this memory, who created it and its revision; the row stays
     locked to commit (MySQL/MariaDB), so a delete decided on it cannot race another."""
-    found = conn.execute(
-        select(memory.c.created_by, memory.c.revision)
-        .where(memory.c.user_id == user_id, memory.c.id == memory_id)
-        .with_for_update()
-    ).first()
+    found = conn.execute(_LOCK_AUTHOR, {"user_id": user_id, "id": memory_id}).first()
     if found is None:
         return (False, None, 0)
     return (True, found.created_by, found.revision)
@@ -351,10 +364,13 @@ def delete_memory(
 
 def was_deleted(conn: Connection, user_id: str, memory_id: str) -> bool:
     """Whether the user deleted this memory and its tombstone is still kept."""
+    # A locking (shared) read sees the newest committed tombstone: a plain read would use the
+    # transaction's snapshot, taken before a concurrent delete of the same memory committed,
+    # and the retry that waited for that delete would answer 404 instead of 204 (MariaDB).
     found = conn.execute(
-        select(memory_tombstone.c.memory_id).where(
-            memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id
-        )
+        select(memory_tombstone.c.memory_id)
+        .where(memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id)
+        .with_for_update(read=True)
     ).first()
     return found is not None
 
