@@ -148,7 +148,7 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
         (AllowedHostsMiddleware, {"allowed": allowed_hosts(settings)}),
         (BackgroundWorkMiddleware, {"state": state}),
         (AppStateMiddleware, {"state": state}),
-        (CanonicalPathMiddleware, {"routes": route_table(state.spec["paths"])}),
+        (CanonicalPathMiddleware, {"routes": route_table(state.spec)}),
         (BodyLimitMiddleware, {"cap": settings.max_body_bytes}),
         (BodyDeadlineMiddleware, {"seconds": settings.body_timeout_seconds}),
         (ChunkedBodyMiddleware, {}),

@@ -63,6 +63,26 @@ def operations(spec: dict[str, Any]) -> Iterator[Operation]:
                 yield Operation(op.get("operationId", ""), method, route, op, shared)
 
 
+def resolve(spec: dict[str, Any], node: Any) -> Any:
+    """A node with its local $ref (#/components/...) followed, until it is not a reference."""
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        target: Any = spec
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        node = target
+    return node
+
+
+def path_parameters(spec: dict[str, Any], template: str) -> list[dict[str, Any]]:
+    """The path parameters a path template declares, at path level and on its operations."""
+    item = spec.get("paths", {}).get(template, {})
+    declared = list(item.get("parameters", []))
+    for method in METHODS:
+        declared += item.get(method, {}).get("parameters", []) if method in item else []
+    found = [resolve(spec, p) for p in declared]
+    return [p for p in found if isinstance(p, dict) and p.get("in") == "path"]
+
+
 def scopes(spec: dict[str, Any], op: Operation) -> tuple[str, ...]:
     """The scopes an operation's bearerAuth security requirement lists."""
     found: list[str] = []

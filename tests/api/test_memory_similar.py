@@ -107,7 +107,10 @@ def test_a_committed_save_answers_201_when_its_hints_fail(service, caplog):
     assert r.status_code == 201, r.text
     assert r.json()["similar"] == []
     again = service.client.get(r.headers["location"], headers=headers)
-    assert again.status_code == 200 and again.json()["memory"]["content"] == "We re-signed Acme in January"
+    assert (
+        again.status_code == 200
+        and again.json()["memory"]["content"] == "We re-signed Acme in January"
+    )
     with service.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(memory)).scalar() == 42
     assert "hints failed" in caplog.text and "re-signed" not in caplog.text

@@ -55,9 +55,7 @@ def test_another_tenants_edit_of_a_locked_id_answers_like_a_missing_one(service)
     holder = service.engine.connect()
     holder.begin()
     # The owner's edit in progress: its row locked until it commits.
-    holder.execute(
-        sa.select(memory.c.id).where(memory.c.id == memory_id).with_for_update()
-    ).first()
+    holder.execute(sa.select(memory.c.id).where(memory.c.id == memory_id).with_for_update()).first()
     try:
         answers: dict[str, object] = {}
 
@@ -66,9 +64,7 @@ def test_another_tenants_edit_of_a_locked_id_answers_like_a_missing_one(service)
                 url = f"/v1/memory/{mid}"
                 patched = service.client.patch(url, json={"content": "x"}, headers=other)
                 deleted = service.client.delete(url, headers=other)
-                answers[name] = [
-                    (r.status_code, r.json()["detail"]) for r in (patched, deleted)
-                ]
+                answers[name] = [(r.status_code, r.json()["detail"]) for r in (patched, deleted)]
 
         worker = threading.Thread(target=attempt)
         worker.start()

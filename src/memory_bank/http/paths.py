@@ -11,7 +11,7 @@ from urllib.parse import unquote
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_bank import errors
-from memory_bank.spec import METHODS
+from memory_bank.spec import METHODS, path_parameters
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -24,16 +24,37 @@ class Route:
     pattern: re.Pattern[str]
     literal: bool
     methods: tuple[str, ...]
+    # Integer path parameters: segment index -> (name, the largest value the spec allows).
+    integers: tuple[tuple[int, str, int], ...] = ()
 
 
-def route_table(paths: dict[str, Any]) -> list[Route]:
+def route_table(spec: dict[str, Any]) -> list[Route]:
     """The spec's paths ({id} matches one segment), each with the methods it declares."""
     table = []
-    for template, item in paths.items():
+    for template, item in spec.get("paths", {}).items():
         methods = tuple(sorted(m.upper() for m in item if m in METHODS))
         pattern = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)) + "$")
-        table.append(Route(template, pattern, "{" not in template, methods))
+        table.append(
+            Route(template, pattern, "{" not in template, methods, _integers(spec, template))
+        )
     return table
+
+
+def _integers(spec: dict[str, Any], template: str) -> tuple[tuple[int, str, int], ...]:
+    """The template's integer path parameters, by segment, with their maximum."""
+    schemas = {p["name"]: p.get("schema", {}) for p in path_parameters(spec, template)}
+    found = []
+    for position, segment in enumerate(template.split("/")):
+        name = segment[1:-1] if segment.startswith("{") and segment.endswith("}") else None
+        schema = schemas.get(name or "", {})
+        if name and schema.get("type") == "integer":
+            found.append((position, name, int(schema.get("maximum", _LARGEST))))
+    return tuple(found)
+
+
+# An integer parameter without a maximum still gets one: the router converts the segment with
+# int(), which refuses (a 500) past Python's 4,300-digit limit.
+_LARGEST = 2**63 - 1
 
 
 class CanonicalPathMiddleware:
@@ -44,6 +65,7 @@ class CanonicalPathMiddleware:
         self.routes = routes
         # Literal paths by their text: one dictionary lookup per request, not a regex each.
         self.literal = {r.template: r for r in routes if r.literal}
+        self.bounded = [r for r in routes if r.integers]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one ASGI connection."""
@@ -74,6 +96,9 @@ class CanonicalPathMiddleware:
     def _misrouted(self, scope: Scope) -> errors.ApiError | None:
         """The answer for a path that would otherwise reach the wrong route, if any."""
         path, method = scope.get("path", ""), scope.get("method", "")
+        too_large = self._integer_out_of_range(path)
+        if too_large is not None:
+            return too_large
         if len(path) > 1 and path.endswith("/"):
             if any(r.pattern.match(path.rstrip("/")) for r in self.routes):
                 # Starlette would redirect to the path without the slash, in an absolute URL
@@ -89,4 +114,20 @@ class CanonicalPathMiddleware:
                 return errors.MethodNotAllowed(
                     f"{method} is not allowed here.", headers={"Allow": ", ".join(route.methods)}
                 )
+        return None
+
+    def _integer_out_of_range(self, path: str) -> errors.ApiError | None:
+        """A 400 for an integer path segment past its maximum, before the router converts it.
+
+        The router converts the segment with int(), which fails past 4,300 digits: a 500 with a
+        traceback in the log, for any caller, signed in or not.
+        """
+        segments = path.split("/")
+        for route in self.bounded:
+            if not route.pattern.match(path):
+                continue
+            for position, name, largest in route.integers:
+                digits = segments[position].lstrip("+-")
+                if digits.isdigit() and (len(digits) > len(str(largest)) or int(digits) > largest):
+                    return errors.InvalidRequest(f"'{name}' must be at most {largest}.", field=name)
         return None
