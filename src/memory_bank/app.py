@@ -19,6 +19,7 @@ from connexion.validators import VALIDATOR_MAP
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from memory_bank.api import HANDLER_MODULES
+from memory_bank.domain import vector_jobs
 from memory_bank.domain.reindex import prepare
 from memory_bank.domain.semantic import from_settings
 from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
@@ -142,7 +143,11 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
         *([(cors.cors_middleware, {"allowed": allowed})] if allowed else []),
         # Request ids, access lines and metrics see every answer, 421s, 413s and 429s included.
         (logs.RequestLogMiddleware, {}),
-        *([(metrics.MetricsMiddleware, {})] if settings.metrics_enabled else []),
+        *(
+            [(metrics.MetricsMiddleware, {"gauges": partial(_gauges, state)})]
+            if settings.metrics_enabled
+            else []
+        ),
         # Everything inside answers with the security headers, problems from middleware too.
         (SecurityHeadersMiddleware, {}),
         (AllowedHostsMiddleware, {"allowed": allowed_hosts(settings)}),
@@ -157,6 +162,18 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
         (McpMiddleware, {"state": state}),
     ]
     return stack
+
+
+def _gauges(state: AppState) -> dict[str, tuple[str, float]]:
+    """What /metrics reads at scrape time: the embedding backlog, when semantic search is on.
+
+    A count over every owner, so it is the operator's (metrics), not /readyz's, which anyone
+    may call.
+    """
+    if state.semantic is None:
+        return {}
+    text = "Memories waiting for an embedding, every owner's."
+    return {"memory_bank_embeddings_pending": (text, vector_jobs.pending(state.engine))}
 
 
 __all__ = ["EmbeddingsMisconfigured", "KeyProblem", "create_app", "state_of"]

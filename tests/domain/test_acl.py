@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from live_server import LiveServer, start_server, stop_server
 from memory_bank.auth import Principal
-from memory_bank.domain import acl
+from memory_bank.domain import acl, vector_jobs
 from memory_bank.errors import InsufficientScope, OrgScopeForbidden
 from memory_bank.ids import new_id
 from memory_bank.store import keys
@@ -49,6 +49,7 @@ class World:
     client: httpx.Client
     keys: dict[str, dict[str, str]]
     agent: dict[str, str]
+    engine: sa.Engine
     made: list[str] = field(default_factory=list)
 
     def call(self, role: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -115,7 +116,7 @@ def world(
             made = {role: key(*spec) for role, spec in ROLES.items()}
             agent = key("alice", "acme", ("mcp:read", "mcp:write", "org:write"))
             with httpx.Client(base_url=server.base_url, timeout=30) as client:
-                yield World(server, client, made, agent)
+                yield World(server, client, made, agent, engine)
         finally:
             engine.dispose()
             stop_server(server)
@@ -214,7 +215,7 @@ def test_acl_table_listings(world: World, operation: str, role: str) -> None:
             mode = operation.split("=")[1]
             content = world.call("owner", "GET", f"/v1/memory/{target}").json()["memory"]
             deadline = time.monotonic() + 60
-            while world.client.get("/readyz").json()["embeddings_pending"]:
+            while vector_jobs.pending(world.engine):
                 assert time.monotonic() < deadline, "embeddings still pending"
                 time.sleep(0.05)
             params = {"q": content["content"], "mode": mode, "limit": 5}

@@ -168,7 +168,7 @@ def test_a_paraphrase_is_found_by_hybrid_and_semantic_but_not_lexical(semantic):
 def test_a_save_is_searchable_lexically_before_its_vector_and_semantically_after(semantic):
     alice = semantic.auth("alice")
     leo = save(semantic, alice, LEO, contexts=[{"snippet": "He loves the team"}])
-    assert semantic.client.get("/readyz").json()["embeddings_pending"] == 1
+    assert job_count(semantic.engine) == 1
     assert vector_rows(semantic.engine, "alice") == {}
     before = search(semantic, alice, "football")
     assert before["mode"] == "hybrid"
@@ -177,8 +177,22 @@ def test_a_save_is_searchable_lexically_before_its_vector_and_semantically_after
 
     assert drain(semantic) == 1
     assert vector_rows(semantic.engine, "alice") == {leo: (LOCAL_MODEL, LOCAL_DIM)}
-    assert semantic.client.get("/readyz").json()["embeddings_pending"] == 0
+    assert job_count(semantic.engine) == 0
     assert [m["id"] for m in search(semantic, alice, QUESTION, mode="semantic")["results"]] == [leo]
+
+
+def test_the_backlog_is_the_operators_metric_not_a_public_readyz_count(make_service):
+    service = make_service(embeddings="local", embeddings_worker=False, metrics_enabled=True)
+    alice = service.auth("alice")
+    save(service, alice, LEO)
+    save(service, alice, "The repositories live on Gitea")
+    # Anyone may call /readyz: it names no count of everyone's work.
+    assert service.client.get("/readyz").json() == {"status": "ready"}
+    scraped = service.client.get("/metrics").text
+    assert "# TYPE memory_bank_embeddings_pending gauge" in scraped
+    assert "\nmemory_bank_embeddings_pending 2\n" in scraped
+    drain(service)
+    assert "\nmemory_bank_embeddings_pending 0\n" in service.client.get("/metrics").text
 
 
 def test_embeddings_off_queues_nothing_and_readyz_is_unchanged(service):
@@ -430,9 +444,7 @@ def test_the_worker_drains_the_outbox_in_the_background(make_service):
     alice = service.auth("alice")
     leo = save(service, alice, LEO)
     deadline = time.monotonic() + 60
-    while (
-        time.monotonic() < deadline and service.client.get("/readyz").json()["embeddings_pending"]
-    ):
+    while time.monotonic() < deadline and job_count(service.engine):
         time.sleep(0.05)
     assert vector_rows(service.engine, "alice") == {leo: (LOCAL_MODEL, LOCAL_DIM)}
 
@@ -475,7 +487,7 @@ def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_ser
         server = start_server(database_url, {**env, "MEMORY_BANK_EMBEDDINGS": f"openai:{fast}"})
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if httpx.get(server.base_url + "/readyz").json()["embeddings_pending"] == 0:
+            if job_count(engine) == 0:
                 break
             time.sleep(0.1)
         assert set(vector_rows(engine, "alice")) == saved

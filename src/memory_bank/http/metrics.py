@@ -7,13 +7,17 @@ import os
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
+from anyio import to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_bank.http.scope import expect_operation_id, operation_id
 
 METRICS_PATH = "/metrics"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# A gauge read at scrape time: name -> (help line, value).
+Gauges = Callable[[], dict[str, tuple[str, float]]]
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -71,6 +75,14 @@ class Registry:
         return "\n".join(out) + "\n"
 
 
+def _render_gauges(gauges: dict[str, tuple[str, float]]) -> str:
+    """Gauges in the Prometheus text exposition."""
+    out = []
+    for name, (text, value) in sorted(gauges.items()):
+        out += [f"# HELP {name} {text}", f"# TYPE {name} gauge", f"{name} {value:g}"]
+    return "".join(line + "\n" for line in out)
+
+
 def _labels(**values: str) -> str:
     """A Prometheus label set with escaped values."""
     parts = []
@@ -83,9 +95,10 @@ def _labels(**values: str) -> str:
 class MetricsMiddleware:
     """Time every request and serve the registry at GET /metrics."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, gauges: Gauges | None = None) -> None:
         self.app = app
         self.registry = Registry()
+        self.gauges = gauges
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one ASGI connection."""
@@ -113,7 +126,11 @@ class MetricsMiddleware:
 
     async def _serve(self, send: Send) -> None:
         """Answer a scrape."""
-        body = self.registry.render().encode()
+        text = self.registry.render()
+        if self.gauges is not None:
+            # Read at scrape time, off the event loop (a gauge may ask the database).
+            text += _render_gauges(await to_thread.run_sync(self.gauges))
+        body = text.encode()
         headers = [(b"content-type", CONTENT_TYPE.encode()), (b"content-length", b"%d" % len(body))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
