@@ -27,6 +27,7 @@ from memory_bank.http.body import BodyDeadlineMiddleware, BodyLimitMiddleware, C
 from memory_bank.http.headers import SecurityHeadersMiddleware
 from memory_bank.http.hosts import AllowedHostsMiddleware
 from memory_bank.http.lifespan import AppStateMiddleware, BackgroundWorkMiddleware
+from memory_bank.http.mediatype import MediaTypeMiddleware
 from memory_bank.http.ndjson import NDJSON, NdjsonResponseValidator
 from memory_bank.http.paths import CanonicalPathMiddleware, route_table
 from memory_bank.http.urls import allowed_hosts
@@ -154,6 +155,7 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
         (BackgroundWorkMiddleware, {"state": state}),
         (AppStateMiddleware, {"state": state}),
         (CanonicalPathMiddleware, {"routes": route_table(state.spec)}),
+        (MediaTypeMiddleware, {}),
         (BodyLimitMiddleware, {"cap": settings.max_body_bytes}),
         (BodyDeadlineMiddleware, {"seconds": settings.body_timeout_seconds}),
         (ChunkedBodyMiddleware, {}),

@@ -220,3 +220,17 @@ def test_unknown_ids_are_404_and_delete_changes_nothing(seeded):
             r = getattr(service.client, method)(f"/v1/memory/{mid}", headers=headers)
             assert_problem(r, 404, "memory_not_found", "id")
         _unchanged(service, before, mid)
+
+
+def test_media_types_compare_case_insensitively(seeded):
+    service, headers = seeded
+    for content_type in ("Application/JSON", "APPLICATION/json; Charset=UTF-8"):
+        r = _post_raw(service, headers, b'{"content": "any case"}', content_type)
+        assert r.status_code == 201, (content_type, r.text)
+    memory_id = r.json()["memory"]["id"]
+    r = service.client.patch(
+        f"/v1/memory/{memory_id}",
+        content=b'{"content": "patched in any case"}',
+        headers={**headers, "Content-Type": "Application/Merge-Patch+JSON"},
+    )
+    assert r.status_code == 200 and r.json()["memory"]["content"] == "patched in any case", r.text
