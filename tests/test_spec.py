@@ -41,9 +41,9 @@ def test_issued_ids_and_cursors_match_the_spec_patterns():
         mid, did = new_id("mem"), new_id("mdr")
         assert re.fullmatch(memory_id["pattern"], mid) and len(mid) <= memory_id["maxLength"]
         assert re.fullmatch(draft_id["pattern"], did)
-        issued = cursor.encode(b"secret", "alice", mid)
+        issued = cursor.encode(b"secret", "alice", "memories", mid)
         assert re.fullmatch(page["pattern"], issued) and len(issued) <= page["maxLength"]
-        assert re.fullmatch(page["pattern"], cursor.encode(b"secret", "alice", did))
+        assert re.fullmatch(page["pattern"], cursor.encode(b"secret", "alice", "drafts", did))
     # What schemathesis found schema-valid and the server refused is no longer schema-valid.
     for malformed in ("0", "abc", "a.b", "settings", "..", "mdr_01JF3Y9Z0Q8N5W6X7Y8Z9A0B1C"):
         assert not re.fullmatch(page["pattern"], malformed)

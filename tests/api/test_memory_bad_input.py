@@ -234,3 +234,33 @@ def test_media_types_compare_case_insensitively(seeded):
         headers={**headers, "Content-Type": "Application/Merge-Patch+JSON"},
     )
     assert r.status_code == 200 and r.json()["memory"]["content"] == "patched in any case", r.text
+
+
+def test_a_cursor_is_bound_to_its_listing(seeded):
+    service, headers = seeded
+    memory_id = service.client.get("/v1/memory", headers=headers).json()["memories"][0]["id"]
+    for i in range(2):
+        service.client.post("/v1/memory", json={"content": f"second {i}"}, headers=headers)
+        r = service.client.patch(
+            f"/v1/memory/{memory_id}",
+            json={"content": f"Acme wording {i}"},
+            headers={**headers, "Content-Type": "application/merge-patch+json"},
+        )
+        assert r.status_code == 200, r.text
+    revisions_url = f"/v1/memory/{memory_id}/revisions"
+    from_revisions = service.client.get(revisions_url, params={"limit": 1}, headers=headers)
+    from_memories = service.client.get("/v1/memory", params={"limit": 1}, headers=headers)
+    issued = {
+        revisions_url: from_revisions.json()["next_cursor"],
+        "/v1/memory": from_memories.json()["next_cursor"],
+    }
+    assert all(issued.values()), issued
+    # Each listing takes its own cursor, and refuses every other listing's.
+    headers = service.auth(scopes=("mcp:read", "mcp:write", "memory:review"))
+    for url in (revisions_url, "/v1/memory", "/v1/memory/drafts"):
+        for origin, issued_cursor in issued.items():
+            r = service.client.get(url, params={"cursor": issued_cursor}, headers=headers)
+            if origin == url:
+                assert r.status_code == 200, (url, r.text)
+            else:
+                assert_problem(r, 400, "invalid_cursor", "cursor")

@@ -256,7 +256,7 @@ def history(
     """One page of a readable memory's revisions, newest first, with the next cursor."""
     before: int | None = None
     if after:
-        resumed = cursor.decode(secret, principal.user_id, after)
+        resumed = cursor.decode(secret, principal.user_id, f"revisions|{memory_id}", after)
         head, _, number = resumed.partition("@")
         if head != memory_id or not number.isdigit():
             raise InvalidCursor("The cursor was not issued for this listing.", field="cursor")
@@ -271,7 +271,9 @@ def history(
     mark = f"{memory_id}@{rows[-1].revision}" if more else None
     return {
         "revisions": [shape_revision(r) for r in rows],
-        "next_cursor": cursor.encode(secret, principal.user_id, mark) if mark else None,
+        "next_cursor": cursor.encode(secret, principal.user_id, f"revisions|{memory_id}", mark)
+        if mark
+        else None,
     }
 
 

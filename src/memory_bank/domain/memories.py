@@ -207,7 +207,7 @@ def page(
 ) -> dict[str, Any]:
     """One page of the memories the principal reads (scope: user, org or all), newest first,
     with the next cursor."""
-    before_id = cursor.decode(secret, principal.user_id, after) if after else None
+    before_id = cursor.decode(secret, principal.user_id, "memories", after) if after else None
     rows: list[store.MemoryRow] = []
     with reading(engine) as conn:
         for owner in acl.readable_owners(principal, scope):
@@ -216,7 +216,9 @@ def page(
     rows.sort(key=lambda row: row.id, reverse=True)
     more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = cursor.encode(secret, principal.user_id, rows[-1].id) if more else None
+    next_cursor = (
+        cursor.encode(secret, principal.user_id, "memories", rows[-1].id) if more else None
+    )
     return {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
 
 

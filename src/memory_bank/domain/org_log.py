@@ -41,8 +41,8 @@ def page(
     """One page of the principal's org audit log, newest first (org:admin only)."""
     org_id = acl.check_audit(principal)
     # Bound to the org as well as the user: a cursor from another org's log is refused.
-    bound = f"{principal.user_id}|org-audit|{org_id}"
-    before_id = cursor.decode(secret, bound, after) if after else None
+    listing = f"org-audit|{org_id}"
+    before_id = cursor.decode(secret, principal.user_id, listing, after) if after else None
     with reading(engine) as conn:
         rows = org_audit.page(conn, org_id, limit + 1, before_id)
     more = len(rows) > limit
@@ -60,5 +60,7 @@ def page(
             }
             for r in rows
         ],
-        "next_cursor": cursor.encode(secret, bound, rows[-1].id) if more else None,
+        "next_cursor": cursor.encode(secret, principal.user_id, listing, rows[-1].id)
+        if more
+        else None,
     }

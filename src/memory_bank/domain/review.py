@@ -132,7 +132,7 @@ def page(
 ) -> dict[str, Any]:
     """One page of the principal's review queue, its org's drafts included, newest first
     (expired drafts are not shown)."""
-    before_id = cursor.decode(secret, principal.user_id, after) if after else None
+    before_id = cursor.decode(secret, principal.user_id, "drafts", after) if after else None
     now = utcnow()
     rows: list[store.DraftRow] = []
     with reading(engine) as conn:
@@ -142,7 +142,7 @@ def page(
     rows.sort(key=lambda row: row.id, reverse=True)
     more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = cursor.encode(secret, principal.user_id, rows[-1].id) if more else None
+    next_cursor = cursor.encode(secret, principal.user_id, "drafts", rows[-1].id) if more else None
     return {"drafts": [shape_draft(r) for r in rows], "next_cursor": next_cursor}
 
 
