@@ -121,6 +121,9 @@ async def search_first_flow(client: Client, other_users_id: str) -> None:
         },
     )
     assert stale.is_error and payload(stale)["code"] == "revision_conflict"
+    # An agent cannot set headers: the advice names the tool's argument and what to send.
+    assert "if_match '\"2\"'" in payload(stale)["detail"]
+    assert "If-Match" not in payload(stale)["detail"]
     history = await client.call_tool(
         "execute_capability", {"name": "getMemoryRevisions", "arguments": {"id": memory["id"]}}
     )
@@ -159,6 +162,29 @@ def test_stdio_lists_tools_and_runs_the_search_first_flow(service, database_url)
     assert set(local_keys[0].scopes) == {"mcp:read", "mcp:write"}
     # Bob's memory survived the other user's delete attempt.
     assert service.client.get("/v1/memory", headers=service.auth("bob")).json()["memories"]
+
+
+def test_a_key_revoked_mid_session_names_the_setting_not_a_header(service, database_url):
+    secret = service.key("carol")
+    with service.engine.connect() as conn:
+        (carol,) = keys.list_keys(conn, "carol")
+
+    async def run() -> None:
+        async with Client(stdio_server(database_url, key=secret)) as client:
+            saved = await client.call_tool("postMemory", {"content": "Before the revoke"})
+            assert not saved.is_error, saved.content
+            writing(service.engine, lambda conn: keys.revoke_key(conn, carol.id))
+            refused = await client.call_tool("postMemory", {"content": "After the revoke"})
+            assert refused.is_error and payload(refused)["status"] == 401
+            detail = payload(refused)["detail"]
+            assert "MEMORY_BANK_MCP_KEY" in detail and "Authorization" not in detail, detail
+
+    anyio.run(run)
+    contents = [
+        m["content"]
+        for m in service.client.get("/v1/memory", headers=service.auth("carol")).json()["memories"]
+    ]
+    assert contents == ["Before the revoke"]
 
 
 def test_a_revoked_local_key_is_replaced_not_reused(tmp_path):

@@ -30,9 +30,17 @@ OPERATION_HEADER = "X-Memory-Bank-Operation"
 class Executor:
     """Executes capabilities through an httpx client (in-process ASGI app or a remote server)."""
 
-    def __init__(self, client: httpx.AsyncClient, credential: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        credential: Callable[[], str | None],
+        key_setting: str | None = None,
+    ) -> None:
         self.client = client
         self.credential = credential
+        # Where the session's key comes from when it is not the caller's HTTP header (stdio:
+        # MEMORY_BANK_MCP_KEY), so a 401 names what the user can change.
+        self.key_setting = key_setting
         self._validators: dict[str, Draft202012Validator] = {}
 
     async def call(self, capability: Capability, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -54,7 +62,7 @@ class Executor:
                     f"Cannot reach memory-bank at {self.client.base_url}: {type(exc).__name__}."
                 )
                 return error_result(errors.ServiceUnavailable(detail).document())
-            return _result(capability, arguments, response)
+            return _result(capability, arguments, response, self.key_setting)
         except Exception as exc:
             log.error("tool %s failed: %s", capability.name, where_from(exc))
             failed = errors.InternalError(f"The tool {capability.name} failed unexpectedly.")
@@ -171,7 +179,10 @@ def _path_problem(capability: Capability, arguments: dict[str, Any]) -> dict[str
 
 
 def _result(
-    capability: Capability, arguments: dict[str, Any], response: httpx.Response
+    capability: Capability,
+    arguments: dict[str, Any],
+    response: httpx.Response,
+    key_setting: str | None = None,
 ) -> types.CallToolResult:
     """A tool result from a REST response: problem -> isError, success -> structured JSON."""
     status = response.status_code
@@ -181,6 +192,8 @@ def _result(
             problem = response.json()
         except ValueError:
             problem = errors.for_status(status)(response.text[:500] or "Error.").document()
+        if isinstance(problem, dict):
+            problem = _in_tool_terms(capability, problem, key_setting)
         return error_result(problem)
     kind = capability.success.get(str(status)) or (
         "json" if media.endswith("json") else "text" if media.startswith("text/") else "empty"
@@ -194,6 +207,42 @@ def _result(
         if binding["in"] == "path" and arg in arguments:
             done[arg] = _text(arguments[arg])
     return structured_result(done)
+
+
+def _in_tool_terms(
+    capability: Capability, problem: dict[str, Any], key_setting: str | None
+) -> dict[str, Any]:
+    """A problem whose advice names the tool's arguments and settings, not HTTP headers.
+
+    REST's wording tells a client which header to send; an agent calling a tool can only change
+    an argument (or, over stdio, the key its host passes), so that is what the detail names."""
+    code = problem.get("code")
+    if code == "revision_conflict" and isinstance(problem.get("revision"), int):
+        argument = next(
+            (
+                name
+                for name, binding in capability.arguments.items()
+                if binding["in"] == "header" and str(binding["name"]).lower() == "if-match"
+            ),
+            None,
+        )
+        if argument is not None:
+            revision = problem["revision"]
+            detail = (
+                f"The memory changed: it is at revision {revision} now. Read it again "
+                f"(getMemoryById) and, if your change still applies, call {capability.name} "
+                f"again with {argument} '\"{revision}\"' (the revision number in double quotes)."
+            )
+            return {**problem, "detail": detail}
+    if code == "unauthorized" and key_setting is not None:
+        detail = (
+            f"The API key this session runs with ({key_setting}) is no longer accepted: it was "
+            "revoked or has expired. Create one with `memory-bank keys create --user <you> "
+            f"--scopes mcp:read,mcp:write`, set it as {key_setting} in the host's configuration "
+            "for this server, and restart the server."
+        )
+        return {**problem, "detail": detail}
+    return problem
 
 
 def structured_result(body: Any) -> types.CallToolResult:

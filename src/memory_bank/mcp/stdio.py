@@ -48,7 +48,7 @@ def run(
     with _session(settings, make_app, manifest, url, key) as session:
         # SIGTERM from a host should end the session as cleanly as Ctrl-C.
         signal.signal(signal.SIGTERM, _interrupt)
-        executor = Executor(session.client, lambda: session.key)
+        executor = Executor(session.client, lambda: session.key, key_setting="MEMORY_BANK_MCP_KEY")
         server = build_server(manifest, executor, lambda: session.view)
 
         async def main() -> None:
