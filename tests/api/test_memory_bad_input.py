@@ -264,3 +264,19 @@ def test_a_cursor_is_bound_to_its_listing(seeded):
                 assert r.status_code == 200, (url, r.text)
             else:
                 assert_problem(r, 400, "invalid_cursor", "cursor")
+
+
+def test_a_malformed_id_says_what_the_format_is(seeded):
+    service, headers = seeded
+    r = service.client.get("/v1/memory/nope", headers=headers)
+    detail = assert_problem(r, 400, "invalid_request", "id")["detail"]
+    assert "mem_ followed by 26 characters" in detail, detail
+    # A draft id where a memory id belongs names the operation that reads drafts.
+    draft_id = new_id("mdr")
+    r = service.client.get(f"/v1/memory/{draft_id}", headers=headers)
+    detail = assert_problem(r, 400, "invalid_request", "id")["detail"]
+    assert "getMemoryDraftById" in detail and draft_id not in detail, detail
+    review = service.auth(scopes=("mcp:read", "memory:review"))
+    r = service.client.get(f"/v1/memory/drafts/{new_id('mem')}", headers=review)
+    detail = assert_problem(r, 400, "invalid_request", "id")["detail"]
+    assert "mdr_ followed by 26 characters" in detail and "getMemoryById" in detail, detail

@@ -89,6 +89,10 @@ def test_an_id_argument_reaches_its_own_operation_or_nothing(service):
         assert result.is_error, (tool, value, text)
         problem = json.loads(text)
         assert problem["status"] == 400 and problem["field"] == "id", (tool, value, problem)
+        if tool.endswith("getMemoryById") and value == draft:
+            # The wording says what a memory id is and where a draft id belongs, as REST's.
+            assert "mem_ followed by 26 characters" in problem["detail"], problem
+            assert "getMemoryDraftById" in problem["detail"], problem
         for leak in ("zqdraftbody", "review_in_effect", "## Memory Bank", "pending_review"):
             assert leak not in text, (tool, value, text)
     # The draft is still there, untouched by any of it.

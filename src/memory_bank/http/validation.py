@@ -42,6 +42,17 @@ def field_of(error: ValidationError) -> str | None:
     return ".".join(parts) or None
 
 
+def _elsewhere(schema: dict[str, Any], value: Any) -> str:
+    """Where an id of another kind is read (the spec's x-other-ids), when the value is one."""
+    others = schema.get("x-other-ids")
+    if not isinstance(others, dict) or not isinstance(value, str):
+        return ""
+    for prefix, operation in others.items():
+        if value.startswith(prefix):
+            return f" An id starting {prefix} is read with {operation}."
+    return ""
+
+
 def describe(error: ValidationError, field: str | None) -> str:
     """A plain message for an error, naming the field and never echoing the value sent.
 
@@ -64,7 +75,10 @@ def describe(error: ValidationError, field: str | None) -> str:
             return f"{subject} must not contain NUL characters."
         if isinstance(value, str) and not value.strip():
             return f"{subject} must not be blank."
-        example = error.schema.get("example") if isinstance(error.schema, dict) else None
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        if isinstance(schema.get("x-format"), str):
+            return f"{subject} must be {schema['x-format']}.{_elsewhere(schema, value)}"
+        example = schema.get("example")
         shape = f", like {example}" if isinstance(example, str) else ""
         return f"{subject} is not in the expected format{shape}."
     if keyword == "type":

@@ -16,6 +16,9 @@ MAX_DESCRIPTION = 600
 LOCATIONS = ("path", "query", "header", "body")
 # OpenAPI 3.0 keywords with no JSON Schema meaning (or none an agent needs).
 _DROPPED = {"example", "xml", "externalDocs", "discriminator", "nullable", "deprecated"}
+# Extensions the server's own error wording reads (http/validation.describe); hosts never see
+# them (mcp/portable drops them from what tools/list shows).
+_WORDING = frozenset({"x-format", "x-other-ids"})
 # How deep an output schema names fields: the envelope's own (see _compact).
 OUTPUT_LEVELS = 1
 
@@ -313,7 +316,7 @@ def _schema(spec: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> Any:
         return _schema(spec, _deref(spec, {"$ref": ref}, seen), (*seen, ref))
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in _DROPPED or key.startswith("x-"):
+        if key in _DROPPED or (key.startswith("x-") and key not in _WORDING):
             continue
         if key == "properties":
             out[key] = {k: _schema(spec, v, seen) for k, v in value.items()}

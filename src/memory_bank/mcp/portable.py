@@ -42,7 +42,7 @@ def _node(node: Any, root: bool = False) -> Any:
     node = _not_null(node)
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in SERVER_SIDE and not (key == "title" and root):
+        if (key in SERVER_SIDE and not (key == "title" and root)) or key.startswith("x-"):
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {name: _node(sub) for name, sub in value.items()}
