@@ -22,6 +22,7 @@ from memory_bank.auth import Principal
 from memory_bank.domain import acl, vector_jobs
 from memory_bank.errors import InsufficientScope, OrgScopeForbidden
 from memory_bank.ids import new_id
+from memory_bank.search import mpnet
 from memory_bank.store import keys
 from memory_bank.store.engine import make_engine, writing
 
@@ -99,6 +100,9 @@ def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[World]:
     """A real server with review required, and a key per role."""
+    # The model is built here, under its file lock and with no deadline: a cold cache on a busy
+    # machine takes minutes, longer than start_server waits for /readyz.
+    mpnet.ensure()
     with _database(request.param, tmp_path_factory.mktemp("acl")) as url:
         # Semantic search on (the local model), so its modes get rows of their own below.
         server = start_server(
