@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime
 
 import pytest
 
@@ -13,7 +14,8 @@ from memory_bank import cli
 from memory_bank.cli.common import open_database
 from memory_bank.cli.serve import ensure_local_key
 from memory_bank.settings import Settings, documented
-from memory_bank.store.engine import make_engine
+from memory_bank.store import keys
+from memory_bank.store.engine import make_engine, writing
 
 UNREACHABLE = "mysql+pymysql://agent:s3cret-pw@127.0.0.1:1/memory"
 
@@ -53,9 +55,17 @@ def test_keys_create_prints_a_working_key_once(service, database_url, capsys):
 
 def test_keys_list_filters_by_user_and_shows_state(database_url, capsys):
     base = ["--database-url", database_url, "keys"]
-    _, out, _ = run(capsys, *base, "create", "--user", "dave", "--expires", "2000-01-01")
-    expired = _id_of(out)
-    _, out, _ = run(capsys, *base, "create", "--user", "erin", "--scopes", "mcp:read")
+    run(capsys, *base, "create", "--user", "erin", "--scopes", "mcp:read")
+    # The command refuses a past expiry; a key that has expired since is made directly.
+    engine = make_engine(database_url)
+    _, record = writing(
+        engine,
+        lambda conn: keys.create_key(
+            conn, "dave", ("mcp:read",), "api", None, datetime(2000, 1, 1)
+        ),
+    )
+    engine.dispose()
+    expired = record.id
     code, listed, _ = run(capsys, *base, "list", "--user", "dave")
     assert code == 0
     assert expired in listed and "expired" in listed and "erin" not in listed

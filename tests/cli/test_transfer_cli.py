@@ -109,7 +109,7 @@ def test_an_import_with_a_bad_line_imports_nothing_and_names_it(sealed, capsys, 
     assert main(["users", "import", "carol", str(dump), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert f"{dump}:3: 'content' must not be blank" in err, err
-    assert f"{dump}:4: not JSON" in err
+    assert f"{dump}:4: The line is not valid JSON" in err
     assert "imported nothing" in err
     assert set(rows_of(sealed.engine, "carol").values()) == {0}
     # Alice's ids are hers: importing them for carol is refused by line, not half done.
@@ -145,3 +145,22 @@ def test_export_and_import_keep_text_with_unicode_line_separators(sealed, capsys
     assert main(["users", "import", "alice", str(dump), "--quiet"]) == 0
     got = sealed.client.get("/v1/memory", headers=sealed.auth("alice")).json()["memories"]
     assert [m["content"] for m in got] == [odd]
+
+
+def test_erase_says_what_it_keeps_of_the_users_org_writing(sealed, capsys):
+    member = sealed.auth("alice", org="acme", scopes=("mcp:read", "mcp:write", "org:write"))
+    for content in ("the team's deploy day is Tuesday", "the team's standup is at ten"):
+        r = sealed.client.post(
+            "/v1/memory", json={"content": content, "scope": "org"}, headers=member
+        )
+        assert r.status_code == 201, r.text
+    fill(sealed, "alice", 1)
+    colleague = sealed.auth("bob", org="acme")
+    assert main(["users", "erase", "alice", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "erased alice: " in out
+    kept = "kept, as their orgs' data: 2 org memories, 0 org drafts, 2 org audit entries"
+    assert f"{kept} written by alice" in out, out
+    shared = sealed.client.get("/v1/memory", params={"scope": "org"}, headers=colleague)
+    assert len(shared.json()["memories"]) == 2
+    assert set(rows_of(sealed.engine, "alice").values()) == {0}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from memory_bank.cli.common import CliError, open_database
 from memory_bank.ids import iso, utcnow
@@ -26,23 +26,32 @@ def parse_scopes(raw: str) -> tuple[str, ...]:
 
 
 def parse_expiry(raw: str | None) -> datetime | None:
-    """'30d', '12h' or an ISO date/time (UTC) -> expiry time."""
+    """'30d', '12h', '90m' or an ISO date/time (UTC unless it names a zone) -> a future expiry
+    time (UTC, as the store keeps it); a CliError for anything else, the past included."""
     if not raw:
         return None
+    now = utcnow()
     match = re.fullmatch(r"(\d+)([dhm])", raw.strip())
-    if match:
-        amount, unit = int(match.group(1)), match.group(2)
-        delta = {"d": timedelta(days=amount), "h": timedelta(hours=amount)}.get(
-            unit, timedelta(minutes=amount)
-        )
-        return utcnow() + delta
     try:
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        if match:
+            amount, unit = int(match.group(1)), match.group(2)
+            delta = {"d": timedelta(days=amount), "h": timedelta(hours=amount)}.get(
+                unit, timedelta(minutes=amount)
+            )
+            expires = now + delta
+        else:
+            expires = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+            if expires.tzinfo is not None:
+                expires = expires.astimezone(UTC).replace(tzinfo=None)
     except ValueError:
         raise CliError(f"--expires must be like 30d, 12h or 2027-01-31, not {raw!r}") from None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(tz=None).replace(tzinfo=None)
-    return parsed
+    except OverflowError:
+        raise CliError(f"--expires {raw!r} is past the year 9999") from None
+    if expires <= now:
+        raise CliError(
+            f"--expires {raw!r} is not in the future (now is {iso(now)}); no key was created"
+        )
+    return expires
 
 
 def create(args: argparse.Namespace, settings: Settings) -> int:

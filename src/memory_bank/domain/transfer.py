@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -61,41 +61,104 @@ class Restored:
     context_times: list[datetime]
 
 
-def restore(engine: Engine, user_id: str, batch: Sequence[Restored]) -> int:
-    """Write these memories for the user in one transaction, skipping ids already there;
-    returns how many were written (so a repeated import writes nothing)."""
+@dataclass
+class Plan:
+    """What an import will do: the memories to write, how many are there already, and the
+    lines (number, problem) whose ids collide with stored rows or with earlier lines."""
+
+    new: list[Restored] = field(default_factory=list)
+    already: int = 0
+    problems: list[tuple[int, str]] = field(default_factory=list)
+
+
+def plan(engine: Engine, user_id: str, lines: Sequence[tuple[int, Restored]]) -> Plan:
+    """Sort checked lines into new, already imported (this user's ids) and colliding: a memory
+    id of another user or seen on an earlier line, a context id stored already (whoever owns
+    it) or seen earlier. What it passes can be written without breaking a key."""
+    with reading(engine) as conn:
+        owners = transfer.existing_ids(conn, [m.id for _, m in lines])
+        contexts = transfer.existing_context_ids(
+            conn, [cid for _, m in lines for cid in m.context_ids]
+        )
+    result = Plan()
+    memory_lines: dict[str, int] = {}
+    context_lines: dict[str, int] = {}
+    for number, m in lines:
+        problem = _memory_problem(m, user_id, owners, memory_lines)
+        if problem is None and owners.get(m.id) == user_id:
+            memory_lines[m.id] = number
+            result.already += 1  # imported before: its contexts came with it
+            continue
+        problem = problem or _context_problem(m, contexts, context_lines)
+        if problem is not None:
+            result.problems.append((number, problem))
+            continue
+        memory_lines[m.id] = number
+        context_lines.update((cid, number) for cid in m.context_ids)
+        result.new.append(m)
+    return result
+
+
+def _memory_problem(
+    m: Restored, user_id: str, owners: dict[str, str], seen: dict[str, int]
+) -> str | None:
+    """Why a memory id cannot be imported for the user, if it cannot."""
+    if m.id in seen:
+        return f"'id' {m.id} is also on line {seen[m.id]}."
+    owner = owners.get(m.id)
+    if owner is not None and owner != user_id:
+        return f"'id' {m.id} belongs to another user."
+    return None
+
+
+def _context_problem(m: Restored, stored: dict[str, str], seen: dict[str, int]) -> str | None:
+    """Why a memory's context ids cannot be imported (a context id is a primary key too)."""
+    for pos, cid in enumerate(m.context_ids):
+        if cid in m.context_ids[:pos]:
+            return f"'contexts.{pos}.id' {cid} is also contexts.{m.context_ids.index(cid)}.id."
+        if cid in seen:
+            return f"'contexts.{pos}.id' {cid} is also on line {seen[cid]}."
+        if cid in stored:
+            return f"'contexts.{pos}.id' {cid} belongs to another memory already stored."
+    return None
+
+
+def restore(
+    engine: Engine,
+    user_id: str,
+    memories: Sequence[Restored],
+    progress: Callable[[int], None] = lambda done: None,
+) -> int:
+    """Write these memories for the user, all in one transaction (none when any write fails),
+    skipping ids already there; returns how many were written. progress(n) follows the rows
+    written so far (from 0 again should the transaction be retried)."""
 
     def work(conn: Connection) -> int:
-        there = transfer.existing_ids(conn, [m.id for m in batch])
+        progress(0)
+        there = transfer.existing_ids(conn, [m.id for m in memories])
         written = 0
-        for m in batch:
-            if there.get(m.id) == user_id:
-                continue
-            index = postings_of(m.content, m.tags, [c.snippet for c in m.contexts])
-            store.insert_memory(
-                conn,
-                store.Owner(user_id, None, m.source),
-                m.content,
-                m.tags,
-                m.contexts,
-                index,
-                memory_id=m.id,
-                created_at=m.created_at,
-                updated_at=m.updated_at,
-                context_ids=m.context_ids,
-                context_times=m.context_times,
-            )
-            written += 1
+        for done, m in enumerate(memories, start=1):
+            if there.get(m.id) != user_id:
+                index = postings_of(m.content, m.tags, [c.snippet for c in m.contexts])
+                store.insert_memory(
+                    conn,
+                    store.Owner(user_id, None, m.source),
+                    m.content,
+                    m.tags,
+                    m.contexts,
+                    index,
+                    memory_id=m.id,
+                    created_at=m.created_at,
+                    updated_at=m.updated_at,
+                    context_ids=m.context_ids,
+                    context_times=m.context_times,
+                )
+                written += 1
+            if done % PAGE == 0 or done == len(memories):
+                progress(done)
         return written
 
     return writing(engine, work)
-
-
-def taken_by_others(engine: Engine, user_id: str, ids: Sequence[str]) -> set[str]:
-    """The ids among these that belong to another user (they cannot be imported)."""
-    with reading(engine) as conn:
-        there = transfer.existing_ids(conn, ids)
-    return {mid for mid, owner in there.items() if owner != user_id}
 
 
 def erase(engine: Engine, user_id: str) -> dict[str, int]:
@@ -105,6 +168,12 @@ def erase(engine: Engine, user_id: str) -> dict[str, int]:
     done = writing(engine, lambda conn: transfer.erase_rows(conn, user_id))
     done["owner_key"] = int(shredded) + done.get("owner_key", 0)
     return done
+
+
+def kept_for_orgs(engine: Engine, user_id: str) -> dict[str, int]:
+    """What the user wrote that erase keeps because it is an org's (memories, drafts, audit)."""
+    with reading(engine) as conn:
+        return transfer.org_rows_written_by(conn, user_id)
 
 
 def remaining(engine: Engine, user_id: str) -> dict[str, int]:

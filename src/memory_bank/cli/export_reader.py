@@ -1,0 +1,205 @@
+"""Reading an export file back: each line decoded, parsed and checked as the REST save checks a
+body, so a bad line is a message naming its field, never a traceback or a failed write."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, BinaryIO
+
+from jsonschema import Draft4Validator
+
+from memory_bank.cli.common import CliError
+from memory_bank.domain import transfer
+from memory_bank.domain.memories import parse_new_memory
+from memory_bank.errors import InvalidRequest
+from memory_bank.http import jsontext
+from memory_bank.http.validation import describe, draft4_schema, field_of
+from memory_bank.ids import is_id
+from memory_bank.spec import load_spec, operations
+
+# The operation whose request body an exported memory is checked as (the REST save).
+SAVE = "postMemory"
+# What both engines store: MariaDB's DATETIME runs from year 1000 to 9999.
+EARLIEST = datetime(1000, 1, 1)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, 999000)
+
+Check = Callable[[dict[str, Any]], str | None]
+
+
+class BadLine(Exception):
+    """A line that cannot be imported; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One memory line of an export: its number, and the memory or what is wrong with it."""
+
+    number: int
+    memory: transfer.Restored | None
+    problem: str | None
+
+
+def save_check() -> Check:
+    """The REST save's body check (the spec's postMemory body), as the first problem or None."""
+    spec = load_spec()
+    op = next(op for op in operations(spec) if op.id == SAVE)
+    body = op.definition["requestBody"]["content"]["application/json"]["schema"]
+    schema = draft4_schema(_resolved(spec, body))
+    if schema is None:
+        raise AssertionError(f"the {SAVE} body schema cannot be checked as draft 4")
+    validator = Draft4Validator(schema)
+
+    def check(body: dict[str, Any]) -> str | None:
+        error = next(iter(validator.iter_errors(body)), None)
+        return None if error is None else describe(error, _export_field(field_of(error)))
+
+    return check
+
+
+def _resolved(spec: dict[str, Any], node: Any) -> Any:
+    """A schema with its local $refs replaced by what they name."""
+    if isinstance(node, list):
+        return [_resolved(spec, item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target: Any = spec
+        for step in node["$ref"].removeprefix("#/").split("/"):
+            target = target[step]
+        return _resolved(spec, target)
+    return {key: _resolved(spec, value) for key, value in node.items()}
+
+
+def _export_field(field: str | None) -> str | None:
+    """A save body's field as an export line names it (a citation's ids sit in `citation`)."""
+    if field is None:
+        return None
+    head, _, last = field.rpartition(".")
+    if head.startswith("contexts.") and last in ("conversation_id", "message_id"):
+        return f"{head}.citation.{last}"
+    return field
+
+
+def read_export(handle: BinaryIO) -> Iterator[Line]:
+    """Check the header (a CliError when the file is no export), then each memory line."""
+    check = save_check()
+    head = _header(handle.readline())
+    if head.get("version") != transfer.VERSION:
+        raise CliError(
+            f"line 1: export format version {head.get('version')!r}; "
+            f"this memory-bank reads version {transfer.VERSION}"
+        )
+    for number, raw in enumerate(handle, start=2):
+        try:
+            text = _text(raw)
+            if text.strip():
+                yield Line(number, parse_line(text, check), None)
+        except BadLine as exc:
+            yield Line(number, None, str(exc))
+
+
+def _header(raw: bytes) -> dict[str, Any]:
+    """The export's first line, or a CliError saying the file is not an export."""
+    expected = f'an export starts with {{"format": "{transfer.FORMAT}", "version": 1, ...}}'
+    try:
+        head = _json(_text(raw).removeprefix("\ufeff"))
+    except BadLine as exc:
+        raise CliError(f"line 1: not a memory-bank export: {exc} ({expected})") from None
+    if not isinstance(head, dict) or head.get("format") != transfer.FORMAT:
+        raise CliError(f"line 1: not a memory-bank export ({expected})")
+    return head
+
+
+def _text(raw: bytes) -> str:
+    """A line as text; BadLine where it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
+        raise BadLine(f"The line is not UTF-8 text ({byte}).") from None
+
+
+def _json(text: str) -> Any:
+    """A line's JSON value, read by the REST API's own parser (depth, digits, surrogates)."""
+    try:
+        return jsontext.parse(text)
+    except InvalidRequest as exc:
+        # Its wording speaks of a request body; here the body is the line.
+        raise BadLine(exc.detail.replace("The body", "The line", 1)) from None
+
+
+def parse_line(text: str, check: Check) -> transfer.Restored:
+    """One exported memory, checked with the REST save's rules; BadLine says what is wrong."""
+    item = _json(text)
+    if not isinstance(item, dict):
+        raise BadLine("The line must be a JSON object (one memory).")
+    if not isinstance(item.get("id"), str) or not is_id(item["id"], "mem"):
+        raise BadLine("'id' must be a memory id (mem_ and 26 characters).")
+    contexts = item.get("contexts")
+    contexts = [] if contexts is None else contexts
+    if not isinstance(contexts, list):
+        raise BadLine("'contexts' must be an array.")
+    body = {k: item[k] for k in ("content", "tags") if item.get(k) is not None}
+    body["contexts"] = [_new_context(pos, c) for pos, c in enumerate(contexts)]
+    problem = check(body)
+    if problem is not None:
+        raise BadLine(problem)
+    source = item.get("source")
+    if not isinstance(source, str) or not 1 <= len(source) <= 128:
+        raise BadLine("'source' must be a string of 1-128 characters.")
+    for pos, c in enumerate(contexts):
+        if not isinstance(c.get("id"), str) or not is_id(c["id"], "mctx"):
+            raise BadLine(f"'contexts.{pos}.id' must be a context id (mctx_ and 26 characters).")
+    content, tags, new_contexts = parse_new_memory(body)
+    return transfer.Restored(
+        id=item["id"],
+        content=content,
+        tags=tags,
+        source=source,
+        created_at=_time(item.get("created_at"), "created_at"),
+        updated_at=_time(item.get("updated_at"), "updated_at"),
+        contexts=new_contexts,
+        context_ids=[c["id"] for c in contexts],
+        context_times=[
+            _time(c.get("created_at"), f"contexts.{pos}.created_at")
+            for pos, c in enumerate(contexts)
+        ],
+    )
+
+
+def _new_context(pos: int, ctx: Any) -> dict[str, Any]:
+    """An exported context as the save body's context (the citation's ids lifted out)."""
+    if not isinstance(ctx, dict):
+        raise BadLine(f"'contexts.{pos}' must be an object.")
+    citation = ctx.get("citation")
+    if citation is not None and not isinstance(citation, dict):
+        raise BadLine(f"'contexts.{pos}.citation' must be an object or null.")
+    new = {k: ctx[k] for k in ("snippet", "origin") if k in ctx}
+    for name in ("conversation_id", "message_id"):
+        if citation is not None and citation.get(name) is not None:
+            new[name] = citation[name]
+    return new
+
+
+def _time(value: Any, name: str) -> datetime:
+    """An export's timestamp (ISO 8601 with its zone) as the store keeps it: UTC, no zone, ms."""
+    shape = f"'{name}' must be a time like 2026-12-02T09:31:54.123Z"
+    if not isinstance(value, str):
+        raise BadLine(f"{shape}.")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadLine(f"{shape}.") from None
+    if parsed.utcoffset() is None:
+        raise BadLine(f"{shape} (with its time zone).")
+    outside = BadLine(f"'{name}' must be between the years 1000 and 9999 (UTC).")
+    try:
+        utc = parsed.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise outside from None
+    utc = utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+    if not EARLIEST <= utc <= LATEST:
+        raise outside
+    return utc
