@@ -10,8 +10,8 @@ from tqdm import tqdm
 from memory_bank.cli.common import EXIT_MASTER_KEY, CliError, open_database
 from memory_bank.domain import encryption
 from memory_bank.settings import PREFIX, Settings
-from memory_bank.store import crypto, owner_keys
-from memory_bank.store.engine import reading
+from memory_bank.store import conversion, crypto, owner_keys
+from memory_bank.store.engine import is_sqlite, reading
 
 DEFAULT_KEY_FILE = "~/.config/memory-bank/master.key"
 
@@ -78,11 +78,26 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     if unfinished:
         print(f"{len(unfinished)} user(s) still have rows to convert: run again", file=sys.stderr)
         return 1
+    tables = ", ".join(spec.table.name for spec in conversion.tables())
     if reverse:
-        print("every row is plain again and no data key is left;")
+        print(f"every row is plain again ({tables}) and no data key is left;")
         print(f"restart the service without {PREFIX}MASTER_KEY_FILE / {PREFIX}MASTER_KEY")
+        return 0
+    print(f"every row is encrypted ({tables})")
+    if is_sqlite(engine):
+        if encryption.compact(engine):
+            print("the database file was compacted: freed pages keep no plaintext")
+        else:
+            print(
+                "warning: could not compact the database file (busy); stop the service and "
+                "run encrypt-existing again to drop the plaintext left in freed pages",
+                file=sys.stderr,
+            )
     else:
-        print("every row is encrypted")
+        print(
+            "earlier plaintext may linger in the server's free pages, logs and backups: "
+            "see docs/security.md (OPTIMIZE TABLE, binary logs, old dumps)"
+        )
     return 0
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine
 from memory_bank.search.document import postings_of
 from memory_bank.store import conversion, crypto, owner_keys
 from memory_bank.store.engine import reading, writing
+from memory_bank.store.sealed import SealedTable
 
 log = logging.getLogger("memory_bank.crypto")
 BATCH = 200
@@ -20,13 +21,13 @@ Progress = Callable[[int], None]
 
 
 def total_rows(engine: Engine) -> int:
-    """Memories and drafts to look at (for a progress bar)."""
+    """Rows of every sealed table to look at (for a progress bar)."""
     with reading(engine) as conn:
         return conversion.count_rows(conn)
 
 
 def _begin(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
-    """Mark the user MIXED (making their key when sealing); False when nothing is to do."""
+    """Mark the owner MIXED (making their key when sealing); False when nothing is to do."""
     if to_sealed:
         seal = owner_keys.sealer(conn, user_id, create=True)
         done = getattr(seal, "state", None) == owner_keys.SEALED
@@ -37,19 +38,31 @@ def _begin(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
 
 
 def _batch(
-    conn: Connection, user_id: str, after: str, size: int, *, drafts: bool, to_sealed: bool
+    conn: Connection,
+    user_id: str,
+    spec: SealedTable,
+    after: str,
+    size: int,
+    *,
+    to_sealed: bool,
 ) -> tuple[list[str], int]:
-    """One batch of the user's memories (or drafts), converted."""
+    """One batch of the owner's rows of one sealed table, converted."""
     seal = owner_keys.sealer(conn, user_id)
-    if drafts:
-        return conversion.convert_drafts(conn, user_id, seal, after, size, to_sealed=to_sealed)
-    return conversion.convert_memories(
-        conn, user_id, seal, after, size, to_sealed=to_sealed, index_of=postings_of
+    return conversion.convert_batch(
+        conn, spec, user_id, seal, after, size, to_sealed=to_sealed, index_of=postings_of
     )
 
 
 def _finish(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
-    """Seal the user's state (or drop their key) once no row is left; False if some are."""
+    """Seal the owner's state (or destroy their key) once no row is left; False if some are.
+
+    The key's row is locked first: a save that seals with it holds it shared until its commit
+    (owner_keys.sealer), so the count below sees every row sealed with the key, and a key is
+    destroyed only when nothing sealed with it remains.
+    """
+    if not owner_keys.lock(conn, user_id):
+        # No key (any more): nothing is left to open; a seal must start again.
+        return not to_sealed
     if conversion.left_to_convert(conn, user_id, to_sealed=to_sealed):
         return False
     if to_sealed:
@@ -57,6 +70,40 @@ def _finish(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
     else:
         owner_keys.destroy(conn, user_id)
     return True
+
+
+def _convert_owner(
+    engine: Engine,
+    user_id: str,
+    *,
+    to_sealed: bool,
+    batch: int,
+    pause: float,
+    progress: Progress | None,
+) -> None:
+    """Every sealed table of one owner, batch by batch, each batch its own transaction."""
+    for spec in conversion.tables():
+        after = ""
+        while True:
+            ids, _changed = writing(
+                engine,
+                partial(
+                    _batch,
+                    user_id=user_id,
+                    spec=spec,
+                    after=after,
+                    size=batch,
+                    to_sealed=to_sealed,
+                ),
+            )
+            if not ids:
+                break
+            after = ids[-1]
+            if progress is not None:
+                progress(len(ids))
+            if pause:
+                # Leaves the database to the live service between batches.
+                time.sleep(pause)
 
 
 def convert(
@@ -67,8 +114,9 @@ def convert(
     pause: float = 0.0,
     progress: Progress | None = None,
 ) -> list[str]:
-    """Seal every plain row (to_sealed) or open every sealed one, user by user, in batches of
-    one transaction; returns the users whose rows could not all be converted."""
+    """Seal every plain row (to_sealed) or open every sealed one, owner by owner and table by
+    table (store/sealed.py), in batches of one transaction; returns the owners whose rows could
+    not all be converted (their keys are kept)."""
     if owner_keys.keyring_of(engine) is None:
         raise crypto.KeyProblem("a master key is needed (MEMORY_BANK_MASTER_KEY_FILE)")
     with reading(engine) as conn:
@@ -77,28 +125,9 @@ def convert(
     for user_id in users:
         if not writing(engine, partial(_begin, user_id=user_id, to_sealed=to_sealed)):
             continue
-        for drafts in (False, True):
-            after = ""
-            while True:
-                ids, _changed = writing(
-                    engine,
-                    partial(
-                        _batch,
-                        user_id=user_id,
-                        after=after,
-                        size=batch,
-                        drafts=drafts,
-                        to_sealed=to_sealed,
-                    ),
-                )
-                if not ids:
-                    break
-                after = ids[-1]
-                if progress is not None:
-                    progress(len(ids))
-                if pause:
-                    # Leaves the database to the live service between batches.
-                    time.sleep(pause)
+        _convert_owner(
+            engine, user_id, to_sealed=to_sealed, batch=batch, pause=pause, progress=progress
+        )
         if not writing(engine, partial(_finish, user_id=user_id, to_sealed=to_sealed)):
             log.warning("user %s still has rows to convert: run again", user_id)
             unfinished.append(user_id)
@@ -107,6 +136,12 @@ def convert(
             if not owner_keys.owners(conn):
                 owner_keys.record_master(conn, None)
     return unfinished
+
+
+def compact(engine: Engine) -> bool:
+    """Rewrite a SQLite file so the pages a conversion freed keep no old text; False when it
+    could not (another process holds the file) or the engine is not SQLite."""
+    return conversion.compact(engine)
 
 
 def rotate_master(

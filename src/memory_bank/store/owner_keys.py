@@ -189,7 +189,9 @@ def sealer(conn: Connection, user_id: str, *, create: bool = False) -> Sealer:
     keyring = keyring_of(conn)
     if keyring is None:
         return PLAIN
-    found = _stored(conn, user_id)
+    # A write holds its key's row shared until it commits, so decrypt-existing cannot destroy
+    # the key between this read and the commit of what it seals (lock() below).
+    found = _stored(conn, user_id, shared=create)
     if found is None:
         if not create:
             # Nothing of theirs was ever sealed: whatever they have is plain.
@@ -209,15 +211,26 @@ def sealer(conn: Connection, user_id: str, *, create: bool = False) -> Sealer:
     return OwnerSealer(key, user_id, state)
 
 
-def _stored(conn: Connection, user_id: str) -> tuple[str, str, str] | None:
-    """The user's wrapped key, its master key's id and their state, if they have a key."""
-    row = conn.execute(_SELECT_KEY, {"user_id": user_id}).first()
+def _stored(conn: Connection, user_id: str, *, shared: bool = False) -> tuple[str, str, str] | None:
+    """The user's wrapped key, its master key's id and their state, if they have a key
+    (shared=True: the row locked shared until the transaction ends, MySQL/MariaDB)."""
+    row = conn.execute(_SELECT_KEY_SHARED if shared else _SELECT_KEY, {"user_id": user_id}).first()
     return None if row is None else (row.wrapped, row.master_id, row.state)
 
 
 _SELECT_KEY = select(owner_key.c.wrapped, owner_key.c.master_id, owner_key.c.state).where(
     owner_key.c.user_id == bindparam("user_id")
 )
+_SELECT_KEY_SHARED = _SELECT_KEY.with_for_update(read=True)
+
+
+def lock(conn: Connection, user_id: str) -> bool:
+    """Lock the user's key row for this transaction, waiting for every write still sealing
+    with it; False when they have no key."""
+    found = conn.execute(
+        select(owner_key.c.user_id).where(owner_key.c.user_id == user_id).with_for_update()
+    ).first()
+    return found is not None
 
 
 def _create(conn: Connection, keyring: Keyring, user_id: str) -> tuple[str, str, str]:
@@ -240,7 +253,7 @@ def _create(conn: Connection, keyring: Keyring, user_id: str) -> tuple[str, str,
         )
     except IntegrityError:
         # A concurrent first save of the same user made it first: use theirs.
-        found = _stored(conn, user_id)
+        found = _stored(conn, user_id, shared=True)
         if found is None:
             raise
         return found

@@ -33,6 +33,10 @@ TABLE_ARGS: dict[str, Any] = {
 Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb")
 LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 CITATION_WIDTH = 768
+# User text, sealed with its owner's data key when encryption is on, bound to the row's `id`
+# (store/sealed.py reads these marks: every conversion and count follows them). A new column
+# that holds anything a user stored carries one.
+SEALED: dict[str, Any] = {"sealed": "id"}
 
 memory = Table(
     "memory",
@@ -40,8 +44,8 @@ memory = Table(
     Column("id", String(32), primary_key=True),
     Column("user_id", String(128), nullable=False),
     Column("org_id", String(128), nullable=True),
-    Column("content", LongText, nullable=False),
-    Column("tags", Text, nullable=False),
+    Column("content", LongText, nullable=False, info=SEALED),
+    Column("tags", Text, nullable=False, info=SEALED),
     Column("source", String(128), nullable=False),
     Column("scope", String(16), nullable=False),
     Column("created_at", Timestamp, nullable=False),
@@ -61,10 +65,10 @@ memory_context = Table(
     Column("memory_id", String(32), ForeignKey("memory.id", ondelete="CASCADE"), nullable=False),
     Column("user_id", String(128), nullable=False),
     Column("position", Integer, nullable=False),
-    Column("snippet", LongText, nullable=False),
+    Column("snippet", LongText, nullable=False, info=SEALED),
     # Wide enough for a sealed citation (128 characters, up to 512 bytes, sealed and in base64).
-    Column("conversation_id", String(CITATION_WIDTH), nullable=True),
-    Column("message_id", String(CITATION_WIDTH), nullable=True),
+    Column("conversation_id", String(CITATION_WIDTH), nullable=True, info=SEALED),
+    Column("message_id", String(CITATION_WIDTH), nullable=True, info=SEALED),
     Column("origin", String(32), nullable=True),
     Column("created_at", Timestamp, nullable=False),
     Index("ix_memory_context_user_memory", "user_id", "memory_id"),
@@ -149,9 +153,9 @@ memory_draft = Table(
     Column("id", String(32), primary_key=True),
     Column("user_id", String(128), nullable=False),
     Column("org_id", String(128), nullable=True),
-    Column("content", LongText, nullable=False),
-    Column("tags", Text, nullable=False),
-    Column("contexts", LongText, nullable=False),
+    Column("content", LongText, nullable=False, info=SEALED),
+    Column("tags", Text, nullable=False, info=SEALED),
+    Column("contexts", LongText, nullable=False, info=SEALED),
     Column("source", String(128), nullable=False),
     Column("created_by_key", String(32), nullable=False),
     Column("created_at", Timestamp, nullable=False),
@@ -175,9 +179,9 @@ memory_revision = Table(
     Column("user_id", String(128), nullable=False),
     Column("memory_id", String(32), nullable=False),
     Column("revision", Integer, nullable=False),
-    Column("content", LongText, nullable=False),
-    Column("tags", Text, nullable=False),
-    Column("contexts", LongText, nullable=False),
+    Column("content", LongText, nullable=False, info=SEALED),
+    Column("tags", Text, nullable=False, info=SEALED),
+    Column("contexts", LongText, nullable=False, info=SEALED),
     Column("source", String(128), nullable=False),
     Column("edited_at", Timestamp, nullable=False),
     UniqueConstraint("user_id", "memory_id", "revision", name="uq_memory_revision_user_memory_rev"),
@@ -269,7 +273,7 @@ memory_vector = Table(
     ),
     Column("model", String(191), nullable=False),
     Column("dim", Integer, nullable=False),
-    Column("vector", LongText, nullable=False),
+    Column("vector", LongText, nullable=False, info={"sealed": "memory_id"}),
     Column("made_at", Timestamp, nullable=False),
     **TABLE_ARGS,
 )
