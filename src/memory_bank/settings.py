@@ -112,7 +112,14 @@ class Settings:
         "0 = no limit.",
     )
     max_memories_per_user: int = _setting(
-        0, "Most memories (and drafts) one user may keep; a save past it is 409; 0 = no limit."
+        0,
+        "Most memories one user (or org) may keep, drafts waiting for review (of saves and of "
+        "edits) included; a save or an edit for review past it is 409; 0 = no limit.",
+    )
+    max_revisions_per_memory: int = _setting(
+        100,
+        "Most revisions kept per memory: an edit or restore past it drops the oldest in its "
+        "transaction (the revisions listing counts them in dropped_revisions); 0 = no limit.",
     )
     cors_origins: str = _setting(
         "",

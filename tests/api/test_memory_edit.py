@@ -102,14 +102,97 @@ def test_if_match_conflict_is_412_with_the_current_revision(service):
     assert problem["revision"] == 2 and stale.headers["etag"] == '"2"'
     got = service.client.get(f"/v1/memory/{mem['id']}", headers=headers).json()["memory"]
     assert got["content"] == "One"
-    # A weak or listed ETag naming the current revision matches; so does *.
-    for tag in ('W/"2"', '"7", "3"', "*"):
+    # The current ETag matches, alone or listed; so does *.
+    for tag in ('"2"', '"7", "3"', "*"):
         r = _patch(service, headers, mem["id"], {"tags": [tag]}, if_match=tag)
         assert r.status_code == 200, r.text
     gone = service.client.delete(f"/v1/memory/{mem['id']}", headers={**headers, "If-Match": '"4"'})
     assert_problem(gone, 412, "revision_conflict")
     ok = service.client.delete(f"/v1/memory/{mem['id']}", headers={**headers, "If-Match": '"5"'})
     assert ok.status_code == 204
+
+
+def test_if_match_is_compared_strongly(service):
+    headers = service.auth()
+    mid = _save(service, headers)["id"]
+    # RFC 9110's strong comparison: a weak tag never matches, even naming the current state.
+    for tag in ('W/"1"', 'W/"1", W/"2"'):
+        r = _patch(service, headers, mid, {"content": "Weak"}, if_match=tag)
+        assert assert_problem(r, 412, "revision_conflict")["revision"] == 1
+    restore = service.client.post(
+        f"/v1/memory/{mid}/revisions/1/restore", headers={**headers, "If-Match": 'W/"1"'}
+    )
+    assert_problem(restore, 412, "revision_conflict")
+    gone = service.client.delete(f"/v1/memory/{mid}", headers={**headers, "If-Match": 'W/"1"'})
+    assert_problem(gone, 412, "revision_conflict")
+    # A list may hold empty elements and tags with commas in them; one strong match is enough.
+    r = _patch(service, headers, mid, {"content": "Listed"}, if_match=' , "a,b",, W/"x", "1" ,')
+    assert r.status_code == 200 and r.json()["memory"]["revision"] == 2, r.text
+
+
+def test_malformed_if_match_is_400_naming_it_and_changes_nothing(service):
+    headers = service.auth()
+    mid = _save(service, headers)["id"]
+    for tag in ("1", "2", '"1', "'1'", "W/1", 'W/ "1"', '*, "1"', '"1" "2"', '"1"x', "", " , "):
+        r = _patch(service, headers, mid, {"content": "Never"}, if_match=tag)
+        problem = assert_problem(r, 400, "invalid_request", "If-Match")
+        assert "revision" not in problem, tag
+        for answer in (
+            service.client.post(
+                f"/v1/memory/{mid}/revisions/1/restore", headers={**headers, "If-Match": tag}
+            ),
+            service.client.delete(f"/v1/memory/{mid}", headers={**headers, "If-Match": tag}),
+        ):
+            assert_problem(answer, 400, "invalid_request", "If-Match")
+    got = service.client.get(f"/v1/memory/{mid}", headers=headers).json()["memory"]
+    assert got["revision"] == 1 and got["content"] == "We signed Acme in March"
+
+
+def test_if_match_on_several_header_lines_is_one_list(service):
+    headers = service.auth()
+    mid = _save(service, headers)["id"]
+    base = [*headers.items(), *MERGE.items()]
+    url = f"/v1/memory/{mid}"
+    bad = [*base, ("If-Match", '"1"'), ("If-Match", "1")]
+    r = service.client.patch(url, json={"content": "Never"}, headers=bad)
+    assert_problem(r, 400, "invalid_request", "If-Match")
+    stale = [*base, ("If-Match", '"7"'), ("If-Match", '"8"')]
+    assert_problem(
+        service.client.patch(url, json={"content": "No"}, headers=stale), 412, "revision_conflict"
+    )
+    good = [*base, ("If-Match", '"7"'), ("If-Match", '"1"')]
+    r = service.client.patch(url, json={"content": "Yes"}, headers=good)
+    assert r.status_code == 200 and r.json()["memory"]["revision"] == 2, r.text
+
+
+def test_revisions_past_the_limit_are_dropped_by_the_edit(make_service):
+    service = make_service(max_revisions_per_memory=3)
+    headers = service.auth()
+    mid = _save(service, headers, "Version 1")["id"]
+    for n in range(2, 7):
+        assert _patch(service, headers, mid, {"content": f"Version {n}"}).status_code == 200
+    listed = service.client.get(f"/v1/memory/{mid}/revisions", headers=headers).json()
+    assert [r["revision"] for r in listed["revisions"]] == [6, 5, 4]
+    assert listed["dropped_revisions"] == 3 and listed["next_cursor"] is None
+    with service.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(memory_revision)).scalar() == 3
+    # A dropped revision is gone for good; a kept one restores, and the restore drops one more.
+    missing = service.client.post(f"/v1/memory/{mid}/revisions/2/restore", headers=headers)
+    assert_problem(missing, 404, "revision_not_found")
+    r = service.client.post(f"/v1/memory/{mid}/revisions/4/restore", headers=headers)
+    assert r.status_code == 200 and r.json()["memory"]["revision"] == 7
+    page = service.client.get(
+        f"/v1/memory/{mid}/revisions", params={"limit": 2}, headers=headers
+    ).json()
+    assert [r["revision"] for r in page["revisions"]] == [7, 6]
+    assert page["dropped_revisions"] == 4
+    rest = service.client.get(
+        f"/v1/memory/{mid}/revisions",
+        params={"limit": 2, "cursor": page["next_cursor"]},
+        headers=headers,
+    ).json()
+    assert [r["revision"] for r in rest["revisions"]] == [5] and rest["dropped_revisions"] == 4
+    assert rest["revisions"][0]["content"] == "Version 5"
 
 
 def test_revisions_are_paged_newest_first_and_restore_appends(service):
@@ -143,6 +226,7 @@ def test_revisions_are_paged_newest_first_and_restore_appends(service):
     assert again.status_code == 200 and again.json()["memory"]["revision"] == 5
     history = service.client.get(f"/v1/memory/{mem['id']}/revisions", headers=headers).json()
     assert [r["revision"] for r in history["revisions"]] == [5, 4, 3, 2, 1]
+    assert history["dropped_revisions"] == 0
     missing = service.client.post(f"/v1/memory/{mem['id']}/revisions/9/restore", headers=headers)
     assert_problem(missing, 404, "revision_not_found")
 

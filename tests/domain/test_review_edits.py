@@ -13,8 +13,8 @@ REVIEWER = ("mcp:read", "mcp:write", "memory:review")
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-def _setup(make_service):
-    service = make_service(review_required=True)
+def _setup(make_service, **changes):
+    service = make_service(review_required=True, **changes)
     agent = service.auth(scopes=AGENT, source="claude-desktop")
     reviewer = service.auth(scopes=REVIEWER, source="panel")
     r = service.client.post(
@@ -105,3 +105,42 @@ def test_stale_if_match_is_412_before_any_draft(make_service):
         headers={**agent, **MERGE, "If-Match": '"7"'},
     )
     assert_problem(r, 412, "revision_conflict")
+
+
+def test_edit_drafts_count_against_the_quota(make_service):
+    service = make_service(review_required=True, max_memories_per_user=2)
+    agent = service.auth(scopes=AGENT, source="claude-desktop")
+    reviewer = service.auth(scopes=REVIEWER, source="panel")
+    saved = service.client.post(
+        "/v1/memory", json={"content": "Acme pays net 30"}, headers=reviewer
+    )
+    mid = saved.json()["memory"]["id"]
+    first = _propose(service, agent, mid, {"content": "Acme pays net 45"})["draft"]
+    # One memory and one waiting draft fill a quota of 2: more drafts of edits are refused.
+    r = service.client.patch(
+        f"/v1/memory/{mid}", json={"content": "Acme pays net 60"}, headers={**agent, **MERGE}
+    )
+    assert assert_problem(r, 409, "quota_exceeded")["limit"] == 2
+    # Memories and waiting drafts count together, for a save that needs no review too.
+    direct = service.client.post("/v1/memory", json={"content": "Globex"}, headers=reviewer)
+    assert_problem(direct, 409, "quota_exceeded")
+    with service.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(memory_draft)).scalar() == 1
+    # Deciding a draft frees its place.
+    confirmed = service.client.post(f"/v1/memory/drafts/{first['id']}/confirm", headers=reviewer)
+    assert confirmed.status_code == 200, confirmed.text
+    _propose(service, agent, mid, {"content": "Acme pays net 60"})
+
+
+def test_confirming_an_edit_drops_revisions_past_the_limit(make_service):
+    service, agent, reviewer, mem = _setup(make_service, max_revisions_per_memory=2)
+    mid = mem["id"]
+    for text in ("Acme renewed in May", "Acme renewed in June"):
+        direct = service.client.patch(f"/v1/memory/{mid}", json={"content": text}, headers=reviewer)
+        assert direct.status_code == 200
+    draft = _propose(service, agent, mid, {"content": "Acme renewed in July"})["draft"]
+    r = service.client.post(f"/v1/memory/drafts/{draft['id']}/confirm", headers=reviewer)
+    assert r.status_code == 200 and r.json()["memory"]["revision"] == 4
+    history = service.client.get(f"/v1/memory/{mid}/revisions", headers=agent).json()
+    assert [h["revision"] for h in history["revisions"]] == [4, 3]
+    assert history["dropped_revisions"] == 2

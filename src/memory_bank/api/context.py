@@ -34,6 +34,7 @@ def current_switches() -> UserSettings:
 
 
 def current_header(name: str) -> str | None:
-    """A request header of the request being handled (None when absent)."""
-    value: str | None = connexion_request.headers.get(name)
-    return value
+    """A request header of the request being handled (None when absent); a header sent on
+    several field lines is their values joined by commas, as RFC 9110 (5.3) reads them."""
+    values: list[str] = connexion_request.headers.getlist(name)
+    return ", ".join(values) if values else None

@@ -8,6 +8,7 @@ from memory_bank import state as app_state
 from memory_bank.api.context import current_header, current_principal, current_switches
 from memory_bank.api.respond import Reply, empty_reply, json_reply
 from memory_bank.domain import edits, memories, review
+from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
 
 
 def postMemory(body: dict[str, Any]) -> Reply:
@@ -60,7 +61,7 @@ def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
     """Edit one of the caller's memories (merge-patch), or propose the edit for review."""
     state = app_state.current()
     principal = current_principal()
-    if_match = current_header("If-Match")
+    if_match = _if_match()
     scope = edits.owner_scope(state.engine, principal, id)
     if review.needs_review(state.settings, principal, current_switches(), scope):
         envelope = review.submit_edit(state.engine, state.settings, principal, id, body, if_match)
@@ -68,7 +69,8 @@ def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
             return _memory_reply(envelope["memory"])
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})
-    edited = edits.patch(state.engine, principal, id, body, if_match)
+    keep = state.settings.max_revisions_per_memory
+    edited = edits.patch(state.engine, principal, id, body, if_match, keep)
     _wake(state)
     return _memory_reply(edited)
 
@@ -83,9 +85,8 @@ def getMemoryRevisions(id: str, limit: int = 20, cursor: str | None = None) -> R
 def postMemoryRestore(id: str, revision: int) -> Reply:
     """Make an old revision of a memory its newest one."""
     state = app_state.current()
-    restored = edits.restore(
-        state.engine, current_principal(), id, revision, current_header("If-Match")
-    )
+    keep = state.settings.max_revisions_per_memory
+    restored = edits.restore(state.engine, current_principal(), id, revision, _if_match(), keep)
     _wake(state)
     return _memory_reply(restored)
 
@@ -93,14 +94,16 @@ def postMemoryRestore(id: str, revision: int) -> Reply:
 def deleteMemoryById(id: str) -> Reply:
     """Delete one of the caller's memories (If-Match: only at that revision)."""
     state = app_state.current()
-    if_match = current_header("If-Match")
+    if_match = _if_match()
     memories.remove(
-        state.engine,
-        current_principal(),
-        id,
-        None if if_match is None else lambda revision: edits.check_match(if_match, revision),
+        state.engine, current_principal(), id, None if if_match is None else if_match.check
     )
     return empty_reply()
+
+
+def _if_match() -> IfMatch | None:
+    """The request's If-Match, parsed (RFC 9110); a malformed one is a 400 naming it."""
+    return parse_if_match(current_header(HEADER))
 
 
 def _memory_reply(memory: dict[str, Any]) -> Reply:

@@ -25,7 +25,8 @@ def getMemoryDraftById(id: str) -> Reply:
 def postMemoryDraftConfirm(id: str, body: dict[str, Any] | None = None) -> Reply:
     """Confirm a draft, optionally edited: it becomes a memory."""
     state = app_state.current()
-    memory, created = review.confirm(state.engine, current_principal(), id, body)
+    keep = state.settings.max_revisions_per_memory
+    memory, created = review.confirm(state.engine, current_principal(), id, body, keep)
     etag = edits.etag(memory["revision"])
     if not created:  # an edit's draft: the memory's next revision
         return json_reply({"memory": memory}, 200, {"ETag": etag})

@@ -1,8 +1,9 @@
 """Editing a memory: merge-patch, revisions, restore, and the If-Match check.
 
-An edit writes the memory, its index postings and a revision row in one transaction. A memory
-never edited has no revision rows (a save writes none, so saves cost what they did); its first
-edit records revision 1 from the memory itself, then the new state.
+An edit writes the memory, its index postings and a revision row in one transaction, and drops
+the oldest revisions past MEMORY_BANK_MAX_REVISIONS_PER_MEMORY in it. A memory never edited has
+no revision rows (a save writes none, so saves cost what they did); its first edit records
+revision 1 from the memory itself, then the new state.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
-from memory_bank.domain import acl, cursor, org_log
+from memory_bank.domain import acl, cursor, etags, org_log
+from memory_bank.domain.etags import IfMatch
 from memory_bank.domain.memories import NOT_FOUND, parse_new_memory, shape, shape_context
 from memory_bank.errors import (
     InvalidCursor,
     MemoryNotFound,
-    RevisionConflict,
     RevisionNotFound,
     UnsupportedMediaType,
 )
@@ -68,24 +69,13 @@ def parse_patch(body: Any) -> Change:
 
 def etag(revision: int) -> str:
     """The ETag of a memory at this revision."""
-    return f'"{revision}"'
+    return etags.etag(revision)
 
 
-def check_match(if_match: str | None, revision: int) -> None:
-    """412 revision_conflict unless If-Match (when sent) names the current revision."""
-    if if_match is None:
-        return
-    tags = [t.strip() for t in if_match.split(",")]
-    if "*" in tags:
-        return
-    wanted = {t.removeprefix("W/").strip('"') for t in tags}
-    if str(revision) not in wanted:
-        raise RevisionConflict(
-            f"The memory changed: it is at revision {revision} now. Fetch it, then retry "
-            "with If-Match set to its current ETag.",
-            extra={"revision": revision},
-            headers={"ETag": etag(revision)},
-        )
+def check_match(if_match: IfMatch | None, revision: int) -> None:
+    """412 revision_conflict unless If-Match (when sent) is met by the current revision."""
+    if if_match is not None:
+        if_match.check(revision)
 
 
 def locate(conn: Connection, principal: Principal, memory_id: str) -> store.MemoryRow:
@@ -130,8 +120,10 @@ def apply(
     current: store.MemoryRow,
     change: Change,
     source: str,
+    keep_revisions: int = 0,
 ) -> store.MemoryRow:
-    """Make a change the memory's next revision (a no-op change returns it as it is)."""
+    """Make a change the memory's next revision (a no-op change returns it as it is), keeping
+    only its newest keep_revisions revisions (0: all)."""
     edited = changed_row(current, change)
     if edited is None:
         return current
@@ -159,12 +151,16 @@ def apply(
         edited.id,
         RevisionRow(edited.revision, edited.content, edited.tags, edited.contexts, source, now),
     )
+    if keep_revisions > 0:
+        # In the edit's own transaction: the history never holds more than the limit, and
+        # the listing reports what went (dropped_revisions).
+        revisions.drop_before(conn, edited.user_id, edited.id, edited.revision - keep_revisions + 1)
     org_log.record(conn, principal, edited.user_id, EDITED, memory_id=edited.id)
     return edited
 
 
 def changeable(
-    conn: Connection, principal: Principal, memory_id: str, if_match: str | None
+    conn: Connection, principal: Principal, memory_id: str, if_match: IfMatch | None
 ) -> store.MemoryRow:
     """The memory, locked, once the principal may change it (acl) and If-Match names its
     current revision; 404/403/412 otherwise."""
@@ -179,20 +175,21 @@ def patch(
     principal: Principal,
     memory_id: str,
     body: Any,
-    if_match: str | None = None,
+    if_match: IfMatch | None = None,
+    keep_revisions: int = 0,
 ) -> dict[str, Any]:
     """Edit a memory the principal may change; 404/403/412 as documented."""
     change = parse_patch(body)
 
     def work(conn: Connection) -> store.MemoryRow:
         current = changeable(conn, principal, memory_id, if_match)
-        return apply(conn, principal, current, change, principal.source)
+        return apply(conn, principal, current, change, principal.source, keep_revisions)
 
     return shape(writing(engine, work))
 
 
 def proposed(
-    engine: Engine, principal: Principal, memory_id: str, body: Any, if_match: str | None
+    engine: Engine, principal: Principal, memory_id: str, body: Any, if_match: IfMatch | None
 ) -> tuple[store.MemoryRow, store.MemoryRow | None]:
     """The memory as it is and as the patch would make it (None: no change); checks the ACL
     and If-Match as an edit would, for an edit that goes to review."""
@@ -213,15 +210,17 @@ def restore(
     principal: Principal,
     memory_id: str,
     revision: int,
-    if_match: str | None = None,
+    if_match: IfMatch | None = None,
+    keep_revisions: int = 0,
 ) -> dict[str, Any]:
-    """Make an old revision's state the memory's newest revision (history only grows)."""
+    """Make an old revision's state the memory's newest revision (history only grows, up to
+    keep_revisions)."""
 
     def work(conn: Connection) -> store.MemoryRow:
         current = changeable(conn, principal, memory_id, if_match)
         old = _revision(conn, current, revision)
         change = Change(old.content, old.tags, old.contexts)
-        return apply(conn, principal, current, change, principal.source)
+        return apply(conn, principal, current, change, principal.source, keep_revisions)
 
     return shape(writing(engine, work))
 
@@ -234,7 +233,11 @@ def _revision(conn: Connection, current: store.MemoryRow, revision: int) -> Revi
         return _as_revision(current)
     found = revisions.get_revision(conn, current.user_id, current.id, revision)
     if found is None:
-        raise RevisionNotFound("This memory has no such revision.", field="revision")
+        raise RevisionNotFound(
+            "This memory has no such revision (or no longer: past the server's limit, the "
+            "oldest revisions are dropped).",
+            field="revision",
+        )
     return found
 
 
@@ -253,7 +256,8 @@ def history(
     limit: int,
     after: str | None,
 ) -> dict[str, Any]:
-    """One page of a readable memory's revisions, newest first, with the next cursor."""
+    """One page of a readable memory's revisions, newest first, with the next cursor and how
+    many earlier revisions are no longer kept."""
     before: int | None = None
     if after:
         resumed = cursor.decode(secret, principal.user_id, f"revisions|{memory_id}", after)
@@ -266,6 +270,7 @@ def history(
         rows = revisions.list_revisions(conn, current.user_id, memory_id, limit + 1, before)
         if not rows and before is None:
             rows = [_as_revision(current)]
+        oldest = revisions.oldest(conn, current.user_id, memory_id) or current.revision
     more = len(rows) > limit
     rows = rows[:limit]
     mark = f"{memory_id}@{rows[-1].revision}" if more else None
@@ -274,6 +279,9 @@ def history(
         "next_cursor": cursor.encode(secret, principal.user_id, f"revisions|{memory_id}", mark)
         if mark
         else None,
+        # Revisions are numbered from 1 without gaps, so those below the oldest kept were
+        # dropped (MEMORY_BANK_MAX_REVISIONS_PER_MEMORY).
+        "dropped_revisions": oldest - 1,
     }
 
 

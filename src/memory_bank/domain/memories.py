@@ -18,8 +18,8 @@ from memory_bank.search import fusion
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.search.merge import merged
+from memory_bank.store import drafts, owner_keys, postings
 from memory_bank.store import memories as store
-from memory_bank.store import owner_keys, postings
 from memory_bank.store.engine import reading, writing
 
 log = logging.getLogger("memory_bank.memories")
@@ -121,16 +121,20 @@ def owner_of(principal: Principal, scope: str | None) -> store.Owner:
     return store.Owner(owner, principal.org_id, principal.source, principal.user_id)
 
 
-def check_quota(conn: Connection, user_id: str, max_memories: int, adding: int = 1) -> None:
-    """409 quota_exceeded when adding would take the user past max_memories (0 = no limit)."""
+def check_quota(conn: Connection, user_id: str, max_memories: int) -> None:
+    """409 quota_exceeded when one more memory or draft would take the user (or org) past
+    max_memories (0 = no limit): memories and live drafts, of saves and edits, count alike."""
     if max_memories <= 0:
         return
-    # Counted inside the save's write transaction (row locked on MariaDB), so concurrent
-    # saves cannot both slip under the limit.
+    # Counted inside the write transaction (the stats row locked on MariaDB), so concurrent
+    # saves and drafts cannot both slip under the limit. A draft counts because it stores a
+    # memory's worth of text until a person decides: an edit's draft as much as a save's.
     held = postings.memory_count(conn, user_id, lock=True)
-    if held + adding > max_memories:
+    held += drafts.count_drafts(conn, user_id, utcnow())
+    if held + 1 > max_memories:
         raise QuotaExceeded(
-            f"This memory bank is full ({max_memories} memories); delete some to save more.",
+            f"This memory bank is full ({max_memories} memories and drafts waiting for "
+            "review); delete some to save more.",
             extra={"limit": max_memories},
         )
 

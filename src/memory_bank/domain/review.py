@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Engine
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, edits, org_log
+from memory_bank.domain.etags import IfMatch
 from memory_bank.domain.memories import (
     check_quota,
     owner_of,
@@ -56,8 +57,7 @@ def submit(
     def work(conn: Connection) -> store.DraftRow:
         store.purge_expired(conn, owner.user_id, now)
         # The quota counts waiting drafts too: confirming one then keeps the total unchanged.
-        waiting = store.count_drafts(conn, owner.user_id)
-        check_quota(conn, owner.user_id, settings.max_memories_per_user, 1 + waiting)
+        check_quota(conn, owner.user_id, settings.max_memories_per_user)
         row = store.insert_draft(
             conn, owner, content, tags, contexts, _actor(principal), now, expires
         )
@@ -74,7 +74,7 @@ def submit_edit(
     principal: Principal,
     memory_id: str,
     body: Any,
-    if_match: str | None,
+    if_match: IfMatch | None,
 ) -> dict[str, Any]:
     """Store an edit as a pending draft of the memory's next state (DraftEnvelope), or, when
     it changes nothing, answer {"memory": ...} as an edit would."""
@@ -93,6 +93,9 @@ def submit_edit(
 
     def work(conn: Connection) -> store.DraftRow:
         store.purge_expired(conn, owner.user_id, now)
+        # An edit's draft holds a memory's worth of text until a person decides: it counts
+        # against the quota like a save's draft (confirming it then frees its place).
+        check_quota(conn, owner.user_id, settings.max_memories_per_user)
         row = store.insert_draft(
             conn,
             owner,
@@ -147,10 +150,19 @@ def page(
 
 
 def confirm(
-    engine: Engine, principal: Principal, draft_id: str, changes: dict[str, Any] | None
+    engine: Engine,
+    principal: Principal,
+    draft_id: str,
+    changes: dict[str, Any] | None,
+    keep_revisions: int = 0,
 ) -> tuple[dict[str, Any], bool]:
     """Turn a draft (optionally with edited content/tags) into a memory, or an edit's draft
-    into the memory's next revision, in one transaction; True when a memory was created."""
+    into the memory's next revision, in one transaction; True when a memory was created.
+
+    Confirming as proposed needs memory:review only. Confirming with changes writes the
+    reviewer's own text into the memory, so it also needs the rights a direct edit of that
+    memory needs (acl.check_change): a 403 otherwise, and the draft stays.
+    """
     _check_id(draft_id)
     changes = changes or {}
     now = utcnow()
@@ -165,17 +177,21 @@ def confirm(
                 "tags": changes.get("tags", draft.tags),
             }
         )
+        edited = content != draft.content or tags != draft.tags
+        if edited and draft.memory_id is None:
+            # The memory will be its author's (created_by): changing its text is an edit of it.
+            acl.check_change(principal, draft.user_id, draft.created_by)
         # The delete decides the race between two reviewers: only one removes the row.
         if not store.delete_draft(conn, draft.user_id, draft_id):
             raise DraftNotFound("No pending draft with this id.", field="id")
         if draft.memory_id is not None:
-            return _confirm_edit(conn, principal, draft, content, tags, now), False
+            memory = _confirm_edit(conn, principal, draft, content, tags, now, keep_revisions)
+            return memory, False
         contexts = draft.new_contexts()
         index = postings_of(content, tags, [c.snippet for c in contexts])
         memory = memory_store.insert_memory(
             conn, draft.owner(), content, tags, contexts, index, created_at=now
         )
-        edited = content != draft.content or tags != draft.tags
         action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
         store.audit(conn, draft.user_id, draft_id, action, _actor(principal), now, memory.id)
         org_log.record(
@@ -194,19 +210,26 @@ def _confirm_edit(
     content: str,
     tags: list[str],
     now: datetime,
+    keep_revisions: int,
 ) -> memory_store.MemoryRow:
     """Apply an edit's draft as the memory's next revision; 412 when the memory moved on
-    (the draft then stays, for a person to reject), 404 when it is gone."""
+    (the draft then stays, for a person to reject), 404 when it is gone, 403 when the
+    reviewer changed the text without the rights to edit the memory."""
     assert draft.memory_id is not None
     current = memory_store.locked(conn, draft.user_id, draft.memory_id)
     if current is None:
         raise MemoryNotFound("The memory this edit changes no longer exists.", field="id")
-    edits.check_match(f'"{draft.base_revision}"', current.revision)
+    edited = content != draft.content or tags != draft.tags
+    if edited:
+        acl.check_change(principal, current.user_id, current.created_by)
+    assert draft.base_revision is not None
+    IfMatch.revision(draft.base_revision).check(current.revision)
     contexts = [{**c, "created_at": now} for c in draft.contexts]
     change = edits.Change(content, tags, contexts)
-    edited = content != draft.content or tags != draft.tags
     action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
-    memory = edits.apply(conn, principal, current, change, draft.source)
+    # The revision names who wrote its text: the draft's author, or the reviewer who changed it.
+    source = principal.source if edited else draft.source
+    memory = edits.apply(conn, principal, current, change, source, keep_revisions)
     store.audit(conn, draft.user_id, draft.id, action, _actor(principal), now, memory.id)
     org_log.record(conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft.id)
     return memory

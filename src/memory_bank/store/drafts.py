@@ -158,13 +158,13 @@ def list_drafts(
     return [_row(r, seal) for r in rows]
 
 
-def count_drafts(conn: Connection, user_id: str) -> int:
-    """How many new memories the user has waiting as drafts (expired ones included until
-    purged; edits' drafts add no memory, so they are not counted)."""
+def count_drafts(conn: Connection, user_id: str, now: datetime) -> int:
+    """How many live drafts the user has waiting, of saves and of edits alike (each holds a
+    whole memory's text until it is confirmed or rejected)."""
     stmt = (
         select(func.count())
         .select_from(memory_draft)
-        .where(memory_draft.c.user_id == user_id, memory_draft.c.memory_id.is_(None))
+        .where(memory_draft.c.user_id == user_id, memory_draft.c.expires_at > now)
     )
     return int(conn.execute(stmt).scalar() or 0)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import iso, new_id, parse_iso
 from memory_bank.store import owner_keys
@@ -86,6 +86,28 @@ def list_revisions(
     rows = conn.execute(stmt.order_by(memory_revision.c.revision.desc()).limit(limit)).all()
     seal = owner_keys.sealer(conn, user_id)
     return [_row(r, seal) for r in rows]
+
+
+def oldest(conn: Connection, user_id: str, memory_id: str) -> int | None:
+    """The number of the oldest revision kept of the owner's memory, or None (never edited)."""
+    found = conn.execute(
+        select(func.min(memory_revision.c.revision)).where(
+            memory_revision.c.user_id == user_id, memory_revision.c.memory_id == memory_id
+        )
+    ).scalar()
+    return None if found is None else int(found)
+
+
+def drop_before(conn: Connection, user_id: str, memory_id: str, revision: int) -> int:
+    """Forget the owner's memory's revisions numbered below `revision`; returns how many."""
+    result = conn.execute(
+        delete(memory_revision).where(
+            memory_revision.c.user_id == user_id,
+            memory_revision.c.memory_id == memory_id,
+            memory_revision.c.revision < revision,
+        )
+    )
+    return int(result.rowcount or 0)
 
 
 def delete_revisions(conn: Connection, user_id: str, memory_id: str) -> int:
