@@ -91,19 +91,22 @@ def test_hostile_json_is_a_400_that_names_the_field(make_service):
     assert logs.lines, "nothing was logged at all"
 
 
-def test_a_path_integer_past_its_maximum_is_a_400_before_routing(service):
+def test_a_path_integer_past_its_maximum_routes_nowhere(service):
     owner = service.auth("alice")
     memory_id = service.client.post("/v1/memory", json={"content": "x"}, headers=owner).json()[
         "memory"
     ]["id"]
     before = row_counts(service.engine)
     with captured_logs() as logs:
-        for number in ("9" * 4301, "9" * 40, "+" + "1" * 5000, "2147483648"):
+        for number in ("9" * 4301, "9" * 40, "2147483648", "+" + "1" * 5000, "-" + "9" * 4400):
             for headers in ({}, owner):  # without a key as with one: never a 500
                 r = service.client.post(
                     f"/v1/memory/{memory_id}/revisions/{number}/restore", headers=headers
                 )
-                assert_problem(r, 400, "invalid_request", "revision")
+                # The same 404 as `-1` or `1.5` (no route), key or not: it names no one's data.
+                assert r.status_code == 404, (number[:12], r.text)
+                if number.isdigit():
+                    assert_problem(r, 404, "not_found", "revision")
                 assert number not in r.text
     assert row_counts(service.engine) == before
     assert "Traceback" not in "\n".join(logs.lines)

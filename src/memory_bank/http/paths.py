@@ -117,17 +117,30 @@ class CanonicalPathMiddleware:
         return None
 
     def _integer_out_of_range(self, path: str) -> errors.ApiError | None:
-        """A 400 for an integer path segment past its maximum, before the router converts it.
+        """A 404 for an integer path segment past its maximum, before the router converts it.
 
         The router converts the segment with int(), which fails past 4,300 digits: a 500 with a
-        traceback in the log, for any caller, signed in or not.
+        traceback in the log, for any caller, signed in or not. A number no resource can have
+        is no resource's, so the answer is a 404 with or without a key: it tells nothing about
+        anyone's data. (A small negative number goes on, to the schema's minimum.)
         """
         segments = path.split("/")
         for route in self.bounded:
             if not route.pattern.match(path):
                 continue
             for position, name, largest in route.integers:
-                digits = segments[position].lstrip("+-")
-                if digits.isdigit() and (len(digits) > len(str(largest)) or int(digits) > largest):
-                    return errors.InvalidRequest(f"'{name}' must be at most {largest}.", field=name)
+                sign, digits = _signed(segments[position])
+                if not digits.isdigit():
+                    continue
+                if len(digits) > len(str(largest)) or (sign != "-" and int(digits) > largest):
+                    return errors.NotFound(
+                        f"Nothing has this '{name}': it runs up to {largest}.", field=name
+                    )
         return None
+
+
+def _signed(segment: str) -> tuple[str, str]:
+    """A path segment split as int() reads it: an optional sign, then the rest."""
+    if segment[:1] in ("+", "-"):
+        return segment[0], segment[1:]
+    return "", segment
