@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from memory_bank.app import state_of
 from memory_bank.cli import main
 from memory_bank.domain import encryption, vector_jobs
-from memory_bank.store import conversion, crypto, owner_keys
+from memory_bank.store import crypto, owner_keys, seal_existing
 from memory_bank.store.schema import memory_term, memory_vector, owner_key
 from memory_bank.store.sealed import registry
 
@@ -272,7 +272,7 @@ def test_a_key_is_kept_while_anything_sealed_with_it_is_left(make_service, cli_k
     walked = tuple(s for s in registry() if s.table.name != "memory_revision")
     cli_key(key)
     with monkeypatch.context() as patched:
-        patched.setattr(conversion, "tables", lambda: walked)
+        patched.setattr(seal_existing, "tables", lambda: walked)
         assert main(["crypto", "decrypt-existing", "--quiet"]) == 1
     assert _key_count(sealed.engine) == 1  # the org has no revisions: its key went
     assert data.read(sealed) == before
@@ -295,7 +295,7 @@ def test_an_interrupted_conversion_leaves_whole_rows_and_resumes(
     data = Data(service)
     before = data.read(service)
     online = _service(make_service, key)
-    real = conversion.convert_batch
+    real = seal_existing.convert_batch
     calls = {"n": 0}
 
     def failing(conn: sa.Connection, *args: Any, **kwargs: Any) -> Any:
@@ -307,7 +307,7 @@ def test_an_interrupted_conversion_leaves_whole_rows_and_resumes(
         return done
 
     with monkeypatch.context() as patched, pytest.raises(_Stop):
-        patched.setattr(conversion, "convert_batch", failing)
+        patched.setattr(seal_existing, "convert_batch", failing)
         encryption.convert(online.engine, to_sealed=to_sealed, batch=1)
     forms = set().union(*_forms(online.engine).values())
     assert forms == {True, False}  # it really stopped half way

@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from memory_bank.app import create_app
 from memory_bank.cli import main
 from memory_bank.store import crypto, owner_keys
-from memory_bank.store.conversion import left_to_convert
 from memory_bank.store.engine import writing
 from memory_bank.store.schema import memory, memory_draft, owner_key
+from memory_bank.store.seal_existing import left_to_convert
 
 USERS = ("alice", "bob", "carol")
 # Small batches with a pause between them, so the kill lands half way through.

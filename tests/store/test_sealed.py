@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text
 
-from memory_bank.store import conversion
+from memory_bank.store import seal_existing
 from memory_bank.store.schema import metadata
 from memory_bank.store.sealed import column_names, registry
 
@@ -83,8 +83,8 @@ def test_the_registry_lists_today_s_sealed_tables():
 
 
 def test_conversions_walk_the_registry_and_name_no_sealed_table_themselves():
-    assert conversion.tables() == registry()
-    for module in ("store/conversion.py", "domain/encryption.py", "cli/crypto.py"):
+    assert seal_existing.tables() == registry()
+    for module in ("store/seal_existing.py", "domain/encryption.py", "cli/crypto.py"):
         tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
         named = {
             alias.name

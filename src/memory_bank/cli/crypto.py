@@ -10,7 +10,7 @@ from tqdm import tqdm
 from memory_bank.cli.common import EXIT_MASTER_KEY, CliError, open_database
 from memory_bank.domain import encryption
 from memory_bank.settings import PREFIX, Settings
-from memory_bank.store import conversion, crypto, owner_keys
+from memory_bank.store import crypto, owner_keys, seal_existing
 from memory_bank.store.engine import is_sqlite, reading
 
 DEFAULT_KEY_FILE = "~/.config/memory-bank/master.key"
@@ -78,7 +78,7 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     if unfinished:
         print(f"{len(unfinished)} user(s) still have rows to convert: run again", file=sys.stderr)
         return 1
-    tables = ", ".join(spec.table.name for spec in conversion.tables())
+    tables = ", ".join(spec.table.name for spec in seal_existing.tables())
     if reverse:
         print(f"every row is plain again ({tables}) and no data key is left;")
         print(f"restart the service without {PREFIX}MASTER_KEY_FILE / {PREFIX}MASTER_KEY")

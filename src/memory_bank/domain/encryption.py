@@ -11,7 +11,7 @@ from functools import partial
 from sqlalchemy import Connection, Engine
 
 from memory_bank.search.document import postings_of
-from memory_bank.store import conversion, crypto, owner_keys
+from memory_bank.store import crypto, owner_keys, seal_existing
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.sealed import SealedTable
 
@@ -23,7 +23,7 @@ Progress = Callable[[int], None]
 def total_rows(engine: Engine) -> int:
     """Rows of every sealed table to look at (for a progress bar)."""
     with reading(engine) as conn:
-        return conversion.count_rows(conn)
+        return seal_existing.count_rows(conn)
 
 
 def _begin(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
@@ -31,7 +31,7 @@ def _begin(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
     if to_sealed:
         seal = owner_keys.sealer(conn, user_id, create=True)
         done = getattr(seal, "state", None) == owner_keys.SEALED
-        if done and conversion.left_to_convert(conn, user_id, to_sealed=True) == 0:
+        if done and seal_existing.left_to_convert(conn, user_id, to_sealed=True) == 0:
             return False
     owner_keys.set_state(conn, user_id, owner_keys.MIXED)
     return True
@@ -48,7 +48,7 @@ def _batch(
 ) -> tuple[list[str], int]:
     """One batch of the owner's rows of one sealed table, converted."""
     seal = owner_keys.sealer(conn, user_id)
-    return conversion.convert_batch(
+    return seal_existing.convert_batch(
         conn, spec, user_id, seal, after, size, to_sealed=to_sealed, index_of=postings_of
     )
 
@@ -63,7 +63,7 @@ def _finish(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
     if not owner_keys.lock(conn, user_id):
         # No key (any more): nothing is left to open; a seal must start again.
         return not to_sealed
-    if conversion.left_to_convert(conn, user_id, to_sealed=to_sealed):
+    if seal_existing.left_to_convert(conn, user_id, to_sealed=to_sealed):
         return False
     if to_sealed:
         owner_keys.set_state(conn, user_id, owner_keys.SEALED)
@@ -82,7 +82,7 @@ def _convert_owner(
     progress: Progress | None,
 ) -> None:
     """Every sealed table of one owner, batch by batch, each batch its own transaction."""
-    for spec in conversion.tables():
+    for spec in seal_existing.tables():
         after = ""
         while True:
             ids, _changed = writing(
@@ -120,7 +120,7 @@ def convert(
     if owner_keys.keyring_of(engine) is None:
         raise crypto.KeyProblem("a master key is needed (MEMORY_BANK_MASTER_KEY_FILE)")
     with reading(engine) as conn:
-        users = conversion.users_with_rows(conn) if to_sealed else owner_keys.owners(conn)
+        users = seal_existing.users_with_rows(conn) if to_sealed else owner_keys.owners(conn)
     unfinished = []
     for user_id in users:
         if not writing(engine, partial(_begin, user_id=user_id, to_sealed=to_sealed)):
@@ -141,7 +141,7 @@ def convert(
 def compact(engine: Engine) -> bool:
     """Rewrite a SQLite file so the pages a conversion freed keep no old text; False when it
     could not (another process holds the file) or the engine is not SQLite."""
-    return conversion.compact(engine)
+    return seal_existing.compact(engine)
 
 
 def rotate_master(
