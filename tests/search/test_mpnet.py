@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from memory_bank.search import local_model, mpnet
-from memory_bank.search.embeddings import DEFAULT_LOCAL, EmbeddingsMisconfigured
+from memory_bank.search.digest import sha256_file
+from memory_bank.search.embeddings import DEFAULT_LOCAL
+from memory_bank.search.errors import EmbeddingsMisconfigured
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "mpnet_reference.json").read_text())
 
@@ -57,8 +59,8 @@ def test_a_damaged_cache_is_not_taken_as_built(tmp_path: Path) -> None:
     (tmp_path / "model.onnx").write_bytes(b"model")
     (tmp_path / "tokenizer.json").write_text("{}")
     stamp = {
-        "model.onnx": mpnet.sha256_file(tmp_path / "model.onnx"),
-        "tokenizer.json": mpnet.sha256_file(tmp_path / "tokenizer.json"),
+        "model.onnx": sha256_file(tmp_path / "model.onnx"),
+        "tokenizer.json": sha256_file(tmp_path / "tokenizer.json"),
     }
     (tmp_path / "build.json").write_text(json.dumps(stamp))
     assert mpnet._complete(tmp_path)

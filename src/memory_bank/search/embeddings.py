@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from memory_bank.search.errors import EmbeddingsMisconfigured
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -19,10 +21,6 @@ if TYPE_CHECKING:
 
 # The model `local` means: all-mpnet-base-v2 as int8 ONNX, built from pinned packaged weights.
 DEFAULT_LOCAL = "all-mpnet-base-v2"
-
-
-class EmbeddingsMisconfigured(ValueError):
-    """MEMORY_BANK_EMBEDDINGS (or a setting it needs) cannot work: refused at start."""
 
 
 class Provider(Protocol):

