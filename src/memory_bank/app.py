@@ -37,7 +37,7 @@ from memory_bank.search.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, requirements
 from memory_bank.state import AppState, state_of
-from memory_bank.store import owner_keys
+from memory_bank.store import data_keys
 from memory_bank.store import vectors as vector_store
 from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.engine import make_auth_engine, make_engine
@@ -74,7 +74,7 @@ def create_app(
     logging.basicConfig(level=settings.log_level.upper())
     engine = make_engine(settings.database_url.reveal(), settings.db_pool_size)
     # A wrong or missing master key stops here (crypto.KeyProblem), before anything is served.
-    keys = partial(owner_keys.open_keyring, settings=settings)
+    keys = partial(data_keys.open_keyring, settings=settings)
     if run_migrations:
         prepare(engine, keys)
     else:

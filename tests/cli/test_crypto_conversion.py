@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from memory_bank.app import state_of
 from memory_bank.cli import main
 from memory_bank.domain import encryption, vector_jobs
-from memory_bank.store import crypto, owner_keys, seal_existing
+from memory_bank.store import crypto, data_keys, seal_existing
 from memory_bank.store.schema import memory_term, memory_vector, owner_key
 from memory_bank.store.sealed import registry
 
@@ -248,7 +248,7 @@ def test_encrypt_then_decrypt_existing_converts_every_sealed_table(make_service,
     assert left == [], f"still in the database's bytes: {left}"
     assert not any(v.encode() in raw for v in vectors)
     with online.engine.connect() as conn:
-        assert set(conn.execute(sa.select(owner_key.c.state)).scalars()) == {owner_keys.SEALED}
+        assert set(conn.execute(sa.select(owner_key.c.state)).scalars()) == {data_keys.SEALED}
     assert data.read(online) == before
     assert data.read(_service(make_service, key)) == before  # a restart reads it all too
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from memory_bank.app import create_app
 from memory_bank.cli import main
-from memory_bank.store import crypto, owner_keys
+from memory_bank.store import crypto, data_keys
 from memory_bank.store.engine import writing
 from memory_bank.store.schema import memory, memory_draft, owner_key
 from memory_bank.store.seal_existing import left_to_convert
@@ -81,7 +81,7 @@ def test_rotate_master_then_restart_reads_everything(make_service, cli_env, tmp_
     writing(
         service.engine,
         partial(
-            owner_keys.rewrap,
+            data_keys.rewrap,
             user_id="alice",
             old=crypto.parse_master_key(old),
             new=new_master,
@@ -152,7 +152,7 @@ def test_encrypt_existing_killed_with_9_and_resumed_ends_sealed_with_nothing_los
     assert _sealed_counts(online.engine)[1] == 0
     with online.engine.connect() as conn:
         states = set(conn.execute(sa.select(owner_key.c.state)).scalars())
-        assert states == {owner_keys.SEALED}
+        assert states == {data_keys.SEALED}
         assert all(left_to_convert(conn, u, to_sealed=True) == 0 for u in (*USERS, "dave", "erin"))
     assert seen(online, keys) == before
     got = online.client.get(f"/v1/memory/drafts/{draft['id']}", headers=erin).json()["draft"]

@@ -10,7 +10,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from memory_bank.domain.reindex import prepare
 from memory_bank.settings import PREFIX, Secret, Settings
-from memory_bank.store import owner_keys
+from memory_bank.store import data_keys
 from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.engine import make_engine
 
@@ -43,7 +43,7 @@ def open_database(
     (with_keys); a clear error when unreachable or when the key is wrong or missing."""
     try:
         engine = make_engine(settings.database_url.reveal(), pool_size=2)
-        keys = partial(owner_keys.open_keyring, settings=settings) if with_keys else None
+        keys = partial(data_keys.open_keyring, settings=settings) if with_keys else None
         if run_migrations:
             prepare(engine, keys)
         else:

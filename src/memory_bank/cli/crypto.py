@@ -10,7 +10,7 @@ from tqdm import tqdm
 from memory_bank.cli.common import EXIT_MASTER_KEY, CliError, open_database
 from memory_bank.domain import encryption
 from memory_bank.settings import PREFIX, Settings
-from memory_bank.store import crypto, owner_keys, seal_existing
+from memory_bank.store import crypto, data_keys, seal_existing
 from memory_bank.store.engine import is_sqlite, reading
 
 DEFAULT_KEY_FILE = "~/.config/memory-bank/master.key"
@@ -39,7 +39,7 @@ def cmd_init(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_rotate(args: argparse.Namespace, settings: Settings) -> int:
     """Re-wrap every data key under a new master key; resumable."""
     engine = open_database(settings, with_keys=False)
-    old = owner_keys.load_master(settings)
+    old = data_keys.load_master(settings)
     if old is None:
         raise CliError(f"set {PREFIX}MASTER_KEY_FILE to the current (old) master key")
     new = crypto.read_master_key_file(args.new_key_file)
@@ -47,8 +47,8 @@ def cmd_rotate(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError("the new master key is the current one")
     with reading(engine) as conn:
         # owners(master_id=X): the keys not wrapped by X.
-        neither = set(owner_keys.owners(conn, master_id=new.fingerprint)) & set(
-            owner_keys.owners(conn, master_id=old.fingerprint)
+        neither = set(data_keys.owners(conn, master_id=new.fingerprint)) & set(
+            data_keys.owners(conn, master_id=old.fingerprint)
         )
     if neither:
         raise CliError(
@@ -68,7 +68,7 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     """Seal every plain row (or, reversed, open every sealed one); resumable, online."""
     reverse = args.reverse or args.crypto_command == "decrypt-existing"
     engine = open_database(settings)
-    if owner_keys.keyring_of(engine) is None:
+    if data_keys.keyring_of(engine) is None:
         raise CliError(f"set {PREFIX}MASTER_KEY_FILE: converting needs the master key")
     total = encryption.total_rows(engine)
     with tqdm(total=total, unit="row", disable=args.quiet, file=sys.stderr) as bar:

@@ -11,7 +11,7 @@ from functools import partial
 from sqlalchemy import Connection, Engine
 
 from memory_bank.search.document import postings_of
-from memory_bank.store import crypto, owner_keys, seal_existing
+from memory_bank.store import crypto, data_keys, seal_existing
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.sealed import SealedTable
 
@@ -29,11 +29,11 @@ def total_rows(engine: Engine) -> int:
 def _begin(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
     """Mark the owner MIXED (making their key when sealing); False when nothing is to do."""
     if to_sealed:
-        seal = owner_keys.sealer(conn, user_id, create=True)
-        done = getattr(seal, "state", None) == owner_keys.SEALED
+        seal = data_keys.sealer(conn, user_id, create=True)
+        done = getattr(seal, "state", None) == data_keys.SEALED
         if done and seal_existing.left_to_convert(conn, user_id, to_sealed=True) == 0:
             return False
-    owner_keys.set_state(conn, user_id, owner_keys.MIXED)
+    data_keys.set_state(conn, user_id, data_keys.MIXED)
     return True
 
 
@@ -47,7 +47,7 @@ def _batch(
     to_sealed: bool,
 ) -> tuple[list[str], int]:
     """One batch of the owner's rows of one sealed table, converted."""
-    seal = owner_keys.sealer(conn, user_id)
+    seal = data_keys.sealer(conn, user_id)
     return seal_existing.convert_batch(
         conn, spec, user_id, seal, after, size, to_sealed=to_sealed, index_of=postings_of
     )
@@ -57,18 +57,18 @@ def _finish(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
     """Seal the owner's state (or destroy their key) once no row is left; False if some are.
 
     The key's row is locked first: a save that seals with it holds it shared until its commit
-    (owner_keys.sealer), so the count below sees every row sealed with the key, and a key is
+    (data_keys.sealer), so the count below sees every row sealed with the key, and a key is
     destroyed only when nothing sealed with it remains.
     """
-    if not owner_keys.lock(conn, user_id):
+    if not data_keys.lock(conn, user_id):
         # No key (any more): nothing is left to open; a seal must start again.
         return not to_sealed
     if seal_existing.left_to_convert(conn, user_id, to_sealed=to_sealed):
         return False
     if to_sealed:
-        owner_keys.set_state(conn, user_id, owner_keys.SEALED)
+        data_keys.set_state(conn, user_id, data_keys.SEALED)
     else:
-        owner_keys.destroy(conn, user_id)
+        data_keys.destroy(conn, user_id)
     return True
 
 
@@ -117,10 +117,10 @@ def convert(
     """Seal every plain row (to_sealed) or open every sealed one, owner by owner and table by
     table (store/sealed.py), in batches of one transaction; returns the owners whose rows could
     not all be converted (their keys are kept)."""
-    if owner_keys.keyring_of(engine) is None:
+    if data_keys.keyring_of(engine) is None:
         raise crypto.KeyProblem("a master key is needed (MEMORY_BANK_MASTER_KEY_FILE)")
     with reading(engine) as conn:
-        users = seal_existing.users_with_rows(conn) if to_sealed else owner_keys.owners(conn)
+        users = seal_existing.users_with_rows(conn) if to_sealed else data_keys.owners(conn)
     unfinished = []
     for user_id in users:
         if not writing(engine, partial(_begin, user_id=user_id, to_sealed=to_sealed)):
@@ -133,8 +133,8 @@ def convert(
             unfinished.append(user_id)
     if not to_sealed and not unfinished:
         with engine.begin() as conn:
-            if not owner_keys.owners(conn):
-                owner_keys.record_master(conn, None)
+            if not data_keys.owners(conn):
+                data_keys.record_master(conn, None)
     return unfinished
 
 
@@ -153,19 +153,19 @@ def rotate_master(
     """Re-wrap every data key not yet under the new master key, one owner per transaction;
     memory rows are untouched. Returns how many were re-wrapped."""
     with reading(engine) as conn:
-        todo = owner_keys.owners(conn, master_id=new.fingerprint)
+        todo = data_keys.owners(conn, master_id=new.fingerprint)
     done = 0
     for user_id in todo:
-        if writing(engine, partial(owner_keys.rewrap, user_id=user_id, old=old, new=new)):
+        if writing(engine, partial(data_keys.rewrap, user_id=user_id, old=old, new=new)):
             done += 1
         if progress is not None:
             progress(1)
     with engine.begin() as conn:
-        owner_keys.record_master(conn, new)
+        data_keys.record_master(conn, new)
     return done
 
 
 def pending_rotation(engine: Engine, new: crypto.MasterKey) -> int:
     """How many data keys are not yet wrapped by the new master key."""
     with reading(engine) as conn:
-        return len(owner_keys.owners(conn, master_id=new.fingerprint))
+        return len(data_keys.owners(conn, master_id=new.fingerprint))

@@ -18,7 +18,7 @@ from memory_bank.search import fusion
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.search.merge import merged
-from memory_bank.store import drafts, owner_keys, postings
+from memory_bank.store import data_keys, drafts, postings
 from memory_bank.store import memories as store
 from memory_bank.store.engine import reading, writing
 
@@ -277,7 +277,7 @@ def _lexical(
     # org's) query terms are hashed with that owner's key.
     return merged(
         (
-            (o, search_index.search(conn, o, query, limit, owner_keys.sealer(conn, o).term_forms))
+            (o, search_index.search(conn, o, query, limit, data_keys.sealer(conn, o).term_forms))
             for o in owners
         ),
         limit,
@@ -291,9 +291,7 @@ def _candidates(
     n = max(fusion.BLEND.candidates, limit)
     found = {}
     for owner in owners:
-        ranking = search_index.rank(
-            conn, owner, query, n, owner_keys.sealer(conn, owner).term_forms
-        )
+        ranking = search_index.rank(conn, owner, query, n, data_keys.sealer(conn, owner).term_forms)
         found[owner] = (ranking, search_index.coverage(conn, owner, ranking))
     return found
 

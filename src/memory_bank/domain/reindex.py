@@ -9,7 +9,7 @@ from functools import partial
 from sqlalchemy import Connection, Engine
 
 from memory_bank.search.document import index_version, postings_of
-from memory_bank.store import memories, owner_keys, postings, service_state
+from memory_bank.store import data_keys, memories, postings, service_state
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.migrate import migrate
 
@@ -24,7 +24,7 @@ def prepare(engine: Engine, keys: Callable[[Engine], object] | None = None) -> s
 
     Postings made by an older analyzer would silently miss matches, so they are rebuilt under
     the migration lock, by exactly one of the processes starting (see docs/search.md).
-    keys(engine) checks and installs the master key first (store/owner_keys.open_keyring), so
+    keys(engine) checks and installs the master key first (store/data_keys.open_keyring), so
     a rebuild reads sealed rows and writes hashed terms.
     """
 
@@ -63,7 +63,7 @@ def _reindex_batch(conn: Connection, user_id: str, after: str, size: int) -> lis
     """Re-analyse the user's next batch of memories (by id) and replace their postings."""
     docs = memories.documents(conn, user_id, after, size)
     if docs:
-        seal = owner_keys.sealer(conn, user_id)
+        seal = data_keys.sealer(conn, user_id)
         entries = {d.id: seal.postings(postings_of(d.content, d.tags, d.snippets)) for d in docs}
         postings.replace(conn, user_id, entries)
     return [d.id for d in docs]

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from memory_bank.search import index as search_index
+from memory_bank.store import data_keys
 from memory_bank.store import memories as store
-from memory_bank.store import owner_keys
 from memory_bank.store.engine import reading
 
 THRESHOLD = 0.30
@@ -33,7 +33,7 @@ def normalised(text: str) -> str:
 
 def ranked(conn: Connection, owner: str, content: str, limit: int) -> list[tuple[str, float]]:
     """The owner's memories best matching this content, with BM25 scores."""
-    forms = owner_keys.sealer(conn, owner).term_forms
+    forms = data_keys.sealer(conn, owner).term_forms
     return search_index.search(conn, owner, content[:QUERY_CHARS], limit, forms)
 
 

@@ -13,8 +13,8 @@ from sqlalchemy import Connection, Engine
 from memory_bank.domain.memories import shape
 from memory_bank.ids import iso, utcnow
 from memory_bank.search.document import postings_of
+from memory_bank.store import data_keys, transfer
 from memory_bank.store import memories as store
-from memory_bank.store import owner_keys, transfer
 from memory_bank.store.engine import reading, writing
 
 # The first line of every export names its format and version; import reads no other.
@@ -164,7 +164,7 @@ def restore(
 def erase(engine: Engine, user_id: str) -> dict[str, int]:
     """Erase a user: their data key first, in its own transaction (crypto-shredding: from then
     on no copy of their sealed rows can be read), then every row of theirs in every table."""
-    shredded = writing(engine, lambda conn: owner_keys.destroy(conn, user_id))
+    shredded = writing(engine, lambda conn: data_keys.destroy(conn, user_id))
     done = writing(engine, lambda conn: transfer.erase_rows(conn, user_id))
     done["owner_key"] = int(shredded) + done.get("owner_key", 0)
     return done

@@ -50,7 +50,7 @@ def search(
     """The user's best memory ids for a query, with BM25 scores, best first.
 
     forms gives the stored forms of a term (with encryption on, its keyed hash; see
-    store/owner_keys.py); ranking works on the terms themselves, so it is the same either way.
+    store/data_keys.py); ranking works on the terms themselves, so it is the same either way.
     """
     return rank(conn, user_id, query, limit, forms).hits
 

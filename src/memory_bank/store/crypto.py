@@ -4,7 +4,7 @@ The one place that touches key material. A master key (from a file or a setting)
 random data key per owner; from a data key come two sub-keys (HKDF): one seals text fields with
 AES-256-GCM, binding the owner, the column and the row id as associated data (a ciphertext
 moved to another row, column or owner fails to open), the other hashes index terms (HMAC-SHA256),
-so postings hold no words. Storage (store/owner_keys.py) decides when these are used; later
+so postings hold no words. Storage (store/data_keys.py) decides when these are used; later
 tables call the same functions (docs/security.md, "Rules for new tables").
 """
 
@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 # Every sealed value starts with this, so a reader can tell sealed text from plain text (the
-# state of each owner still decides which is acceptable: see owner_keys.Sealer.open).
+# state of each owner still decides which is acceptable: see data_keys.Sealer.open).
 SEALED_PREFIX = "mbe1:"
 # Hashed index terms start with a character the analyzer never puts in a term.
 HASHED_TERM_PREFIX = "#"

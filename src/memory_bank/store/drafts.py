@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import new_id
-from memory_bank.store import owner_keys
+from memory_bank.store import data_keys
 from memory_bank.store.memories import NewContext, Owner
 from memory_bank.store.schema import memory_draft, review_audit
 
@@ -107,8 +107,8 @@ def insert_draft(
         memory_id=memory_id,
         base_revision=base_revision,
     )
-    # Sealed per owner, column and draft when encryption is on (store/owner_keys.py).
-    seal = owner_keys.sealer(conn, owner.user_id, create=True)
+    # Sealed per owner, column and draft when encryption is on (store/data_keys.py).
+    seal = data_keys.sealer(conn, owner.user_id, create=True)
     conn.execute(
         insert(memory_draft).values(
             id=row.id,
@@ -141,7 +141,7 @@ def get_draft(conn: Connection, user_id: str, draft_id: str, now: datetime) -> D
             memory_draft.c.expires_at > now,
         )
     ).first()
-    return _row(found, owner_keys.sealer(conn, user_id)) if found is not None else None
+    return _row(found, data_keys.sealer(conn, user_id)) if found is not None else None
 
 
 def list_drafts(
@@ -154,7 +154,7 @@ def list_drafts(
     if before_id is not None:
         stmt = stmt.where(memory_draft.c.id < before_id)
     rows = conn.execute(stmt.order_by(memory_draft.c.id.desc()).limit(limit)).all()
-    seal = owner_keys.sealer(conn, user_id)
+    seal = data_keys.sealer(conn, user_id)
     return [_row(r, seal) for r in rows]
 
 
@@ -237,7 +237,7 @@ def audit_trail(conn: Connection, user_id: str, draft_id: str) -> list[dict[str,
     return [dict(r._mapping) for r in rows]
 
 
-def _row(r: Any, seal: owner_keys.Sealer) -> DraftRow:
+def _row(r: Any, seal: data_keys.Sealer) -> DraftRow:
     """A draft from a result row, opened."""
     return DraftRow(
         id=r.id,

@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, owner_keys, postings, revisions, vectors
+from memory_bank.store import batch, data_keys, postings, revisions, vectors
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import is_org
 from memory_bank.store.schema import memory, memory_context, memory_tombstone
@@ -106,8 +106,8 @@ def insert_memory(
     """
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
-    # Sealed per owner, column and row when encryption is on (store/owner_keys.py).
-    seal = owner_keys.sealer(conn, owner.user_id, create=True)
+    # Sealed per owner, column and row when encryption is on (store/data_keys.py).
+    seal = data_keys.sealer(conn, owner.user_id, create=True)
     tags_text = json.dumps(list(tags), ensure_ascii=False)
     row = {
         "id": mid,
@@ -174,7 +174,7 @@ def insert_memory(
     )
 
 
-def seal_context(seal: owner_keys.Sealer, ctx: dict[str, Any]) -> dict[str, Any]:
+def seal_context(seal: data_keys.Sealer, ctx: dict[str, Any]) -> dict[str, Any]:
     """A context's columns as stored: its snippet and citation sealed with its own id."""
     cid = ctx["id"]
     return {
@@ -187,7 +187,7 @@ def seal_context(seal: owner_keys.Sealer, ctx: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def open_context(seal: owner_keys.Sealer, ctx: dict[str, Any]) -> dict[str, Any]:
+def open_context(seal: data_keys.Sealer, ctx: dict[str, Any]) -> dict[str, Any]:
     """A stored context with its snippet and citation opened."""
     cid = ctx["id"]
     return {
@@ -205,7 +205,7 @@ def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str
     if not ids:
         return {}
     sqlite = is_sqlite(conn)
-    seal = owner_keys.sealer(conn, user_id)
+    seal = data_keys.sealer(conn, user_id)
     rows = conn.execute(_GET_WITH_CONTEXTS[sqlite], _owned_params(sqlite, user_id, ids)).all()
     found: dict[str, MemoryRow] = {}
     for r in rows:
@@ -248,7 +248,7 @@ def list_memories(
     if before_id is not None:
         stmt = stmt.where(memory.c.id < before_id)
     rows = conn.execute(stmt.order_by(memory.c.id.desc()).limit(limit)).all()
-    seal = owner_keys.sealer(conn, user_id)
+    seal = data_keys.sealer(conn, user_id)
     page = [_row(r, seal) for r in rows]
     _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
     return page
@@ -297,7 +297,7 @@ def update_memory(
 ) -> None:
     """Write an edited memory over its stored state: content, tags, revision and time; its
     contexts when given (replacing all); its postings when given (old ones removed)."""
-    seal = owner_keys.sealer(conn, row.user_id, create=True)
+    seal = data_keys.sealer(conn, row.user_id, create=True)
     tags_text = json.dumps(list(row.tags), ensure_ascii=False)
     conn.execute(
         update(memory)
@@ -457,7 +457,7 @@ def documents_by_id(conn: Connection, user_id: str, ids: Sequence[str]) -> list[
 
 def _opened(conn: Connection, user_id: str, rows: Sequence[Any]) -> list[Document]:
     """Memory rows (id, content, tags) opened with their context snippets, in row order."""
-    seal = owner_keys.sealer(conn, user_id)
+    seal = data_keys.sealer(conn, user_id)
     snippets: dict[str, list[str]] = {r.id: [] for r in rows}
     if rows:
         for cid, mid, snippet in conn.execute(
@@ -499,7 +499,7 @@ def _owned_params(sqlite: bool, user_id: str, ids: Sequence[str]) -> dict[str, A
 
 
 def _attach_contexts(
-    conn: Connection, user_id: str, found: dict[str, MemoryRow], seal: owner_keys.Sealer
+    conn: Connection, user_id: str, found: dict[str, MemoryRow], seal: data_keys.Sealer
 ) -> None:
     """Load the contexts of these memories, in their saved order."""
     if not found:
@@ -526,7 +526,7 @@ _CONTEXTS_OF = {
 }
 
 
-def _row(r: Any, seal: owner_keys.Sealer) -> MemoryRow:
+def _row(r: Any, seal: data_keys.Sealer) -> MemoryRow:
     """A memory row from a result row, opened."""
     return MemoryRow(
         id=r.id,

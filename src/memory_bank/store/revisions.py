@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import iso, new_id, parse_iso
-from memory_bank.store import owner_keys
+from memory_bank.store import data_keys
 from memory_bank.store.schema import memory_revision
 
 
@@ -35,7 +35,7 @@ class RevisionRow:
 def insert_revision(conn: Connection, user_id: str, memory_id: str, row: RevisionRow) -> None:
     """Append one revision of the owner's memory, sealed."""
     rid = new_id("mrv")
-    seal = owner_keys.sealer(conn, user_id, create=True)
+    seal = data_keys.sealer(conn, user_id, create=True)
     contexts = [{**c, "created_at": iso(c["created_at"])} for c in row.contexts]
     conn.execute(
         insert(memory_revision).values(
@@ -84,7 +84,7 @@ def list_revisions(
     if before is not None:
         stmt = stmt.where(memory_revision.c.revision < before)
     rows = conn.execute(stmt.order_by(memory_revision.c.revision.desc()).limit(limit)).all()
-    seal = owner_keys.sealer(conn, user_id)
+    seal = data_keys.sealer(conn, user_id)
     return [_row(r, seal) for r in rows]
 
 
@@ -120,7 +120,7 @@ def delete_revisions(conn: Connection, user_id: str, memory_id: str) -> int:
     return int(result.rowcount or 0)
 
 
-def _row(r: Any, seal: owner_keys.Sealer) -> RevisionRow:
+def _row(r: Any, seal: data_keys.Sealer) -> RevisionRow:
     """A revision from a result row, opened."""
     contexts = json.loads(seal.open("memory_revision.contexts", r.id, r.contexts))
     return RevisionRow(

@@ -30,8 +30,8 @@ from sqlalchemy import (
 )
 
 from memory_bank.store import crypto, postings
+from memory_bank.store.data_keys import Sealer
 from memory_bank.store.engine import is_sqlite
-from memory_bank.store.owner_keys import Sealer
 from memory_bank.store.schema import memory, memory_context, memory_term
 from memory_bank.store.sealed import SealedTable, registry
 

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Engine, and_, delete, exists, func, insert, s
 from sqlalchemy.dialects import mysql, sqlite
 
 from memory_bank.ids import utcnow
-from memory_bank.store import batch, owner_keys
+from memory_bank.store import batch, data_keys
 from memory_bank.store.engine import batch_engine, is_sqlite
 from memory_bank.store.schema import (
     embedding_job,
@@ -126,7 +126,7 @@ def store(
                 memory_vector.c.user_id == user_id, memory_vector.c.memory_id.in_(ids)
             )
         )
-        seal = owner_keys.sealer(conn, user_id, create=True)
+        seal = data_keys.sealer(conn, user_id, create=True)
         now = utcnow()
         conn.execute(
             insert(memory_vector),
@@ -209,7 +209,7 @@ def load(conn: Connection, user_id: str, model: str) -> list[tuple[str, bytes]]:
         .where(memory_vector.c.user_id == user_id, memory_vector.c.model == model)
         .order_by(memory_vector.c.memory_id)
     ).all()
-    seal = owner_keys.sealer(conn, user_id)
+    seal = data_keys.sealer(conn, user_id)
     return [
         (r.memory_id, base64.b64decode(seal.open(VECTOR_COLUMN, r.memory_id, r.vector)))
         for r in rows
