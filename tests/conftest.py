@@ -20,6 +20,7 @@ from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.store import keys
+from memory_bank.store.database import Database
 from memory_bank.store.engine import writing
 
 MARIADB_ADMIN_URL = os.environ.get(
@@ -84,6 +85,8 @@ class Service:
 
     app: Any
     client: TestClient
+    # The app's database (its pools and write policy) and its main pool, for inspecting rows.
+    db: Database
     engine: sa.Engine
 
     def key(
@@ -113,10 +116,10 @@ def make_service(settings: Settings) -> Iterator[Callable[..., Service]]:
 
     def build(**changes: Any) -> Service:
         app = create_app(settings.replace(**changes))
-        engine = state_of(app).engine
+        db = state_of(app).db
         client = TestClient(app, raise_server_exceptions=False)
         client.__enter__()
-        service = Service(app=app, client=client, engine=engine)
+        service = Service(app=app, client=client, db=db, engine=db.engine)
         built.append(service)
         return service
 

@@ -9,7 +9,6 @@ import sqlalchemy as sa
 
 from contract import assert_problem, row_counts
 from memory_bank import errors
-from memory_bank.store.engine import batch_engine
 
 
 def _all_classes(cls=errors.ApiError):
@@ -152,7 +151,7 @@ def test_unexpected_error_is_a_logged_generic_500_that_leaks_nothing(service, ca
 
     before = row_counts(service.engine)
     # A save runs on the batch pool (MariaDB), which is the same engine on SQLite.
-    engine = batch_engine(service.engine)
+    engine = service.db.saves
     sa.event.listen(engine, "before_cursor_execute", explode)
     try:
         with caplog.at_level(logging.ERROR, logger="memory_bank"):

@@ -16,6 +16,7 @@ from connexion.jsonifier import Jsonifier
 from connexion.middleware import MiddlewarePosition
 from connexion.resolver import Resolver
 from connexion.validators import VALIDATOR_MAP
+from sqlalchemy import Engine
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from memory_bank.api import HANDLER_MODULES
@@ -38,9 +39,9 @@ from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, requirements
 from memory_bank.state import AppState, state_of
 from memory_bank.store import data_keys
-from memory_bank.store import vectors as vector_store
 from memory_bank.store.crypto import KeyProblem
-from memory_bank.store.engine import make_auth_engine, make_engine
+from memory_bank.store.database import Database
+from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import signing_secret
 from memory_bank.web import routes as panel_routes
 
@@ -74,21 +75,18 @@ def create_app(
     logging.basicConfig(level=settings.log_level.upper())
     engine = make_engine(settings.database_url.reveal(), settings.db_pool_size)
     # A wrong or missing master key stops here (crypto.KeyProblem), before anything is served.
-    keys = partial(data_keys.open_keyring, settings=settings)
-    if run_migrations:
-        prepare(engine, keys)
-    else:
-        keys(engine)
+    database = partial(_database, settings=settings)
+    db = prepare(engine, database) if run_migrations else database(engine)
     spec = load_spec(spec_file)
     # A bad MEMORY_BANK_EMBEDDINGS stops here too (EmbeddingsMisconfigured), model loaded.
     semantic = from_settings(settings)
-    vector_store.install(engine, semantic is not None)
+    # Saves queue an embedding job from now on (the index rebuild above queues none).
+    db.queue_vectors = semantic is not None
     state = AppState(
         settings=settings,
-        engine=engine,
+        db=db,
         secret=signing_secret(engine),
         spec=spec,
-        auth_engine=make_auth_engine(engine),
         requirements=requirements(spec),
         semantic=semantic,
         limiter=ratelimit.Limiter(
@@ -123,15 +121,23 @@ def create_app(
     )
     exceptions.install(app)
     panel_routes.install(app, settings.panel_enabled)
-    for middleware, options in _middleware(settings, state):
+    for middleware, options in _middleware(settings, state, app):
         app.add_middleware(middleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **options)
-    state.extras["connexion_app"] = app
     app.memory_bank_state = state
     return app
 
 
-def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str, Any]]]:
-    """The ASGI middleware around the app, outermost first, each with its options."""
+def _database(engine: Engine, settings: Settings) -> Database:
+    """The app's Database over engine, sealing with the configured master key (if any)."""
+    return Database(engine, keyring=data_keys.open_keyring(engine, settings))
+
+
+def _middleware(settings: Settings, state: AppState, app: Any) -> list[tuple[Any, dict[str, Any]]]:
+    """The ASGI middleware around the app, outermost first, each with its options.
+
+    app is the whole app: the MCP endpoint sends each tool call back through it, the same road
+    a REST request takes (docs/architecture.md).
+    """
     logs.configure_access_log(settings.log_level)
     allowed = cors.origins(settings.cors_origins)
     stack: list[tuple[Any, dict[str, Any]]] = [
@@ -161,7 +167,7 @@ def _middleware(settings: Settings, state: AppState) -> list[tuple[Any, dict[str
         (ChunkedBodyMiddleware, {}),
         # MCP at /mcp (and its RFC 9728 metadata), with the same body cap and headers; it sees
         # the lifespan that runs its session manager.
-        (McpMiddleware, {"state": state}),
+        (McpMiddleware, {"state": state, "loopback": app}),
     ]
     return stack
 
@@ -175,7 +181,7 @@ def _gauges(state: AppState) -> dict[str, tuple[str, float]]:
     if state.semantic is None:
         return {}
     text = "Memories waiting for an embedding, every owner's."
-    return {"memory_bank_embeddings_pending": (text, vector_jobs.pending(state.engine))}
+    return {"memory_bank_embeddings_pending": (text, vector_jobs.pending(state.db))}
 
 
 __all__ = ["EmbeddingsMisconfigured", "KeyProblem", "create_app", "state_of"]

@@ -1,4 +1,4 @@
-"""What one running app shares with its handlers: settings, engine, secrets, spec facts."""
+"""What one running app shares with its handlers: settings, database, secrets, spec facts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 
 from memory_bank.settings import Settings
 from memory_bank.spec import Requirement
-from memory_bank.store.engine import dispose_engines
+from memory_bank.store.database import Database
 
 STATE_KEY = "memory_bank"
 
@@ -20,25 +20,28 @@ class AppState:
     """The app's shared, read-mostly state."""
 
     settings: Settings
-    engine: Engine
+    # The database: its pools and what a write does (store/database.py).
+    db: Database
     secret: bytes
     spec: dict[str, Any]
-    # The pool for the credential check (store.engine.make_auth_engine); may be engine itself.
-    auth_engine: Engine
     # operationId -> what it needs of its caller, from the spec (enforced in http/security.py).
     requirements: dict[str, Requirement] = field(default_factory=dict)
     # The rate limits (http.ratelimit.Limiter; typed loosely: state imports no HTTP room).
     limiter: Any = None
     # Semantic search (domain.semantic.Semantic), None when MEMORY_BANK_EMBEDDINGS is off.
     semantic: Any = None
-    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def engine(self) -> Engine:
+        """The database's main pool (for maintenance and for tests that inspect rows)."""
+        return self.db.engine
 
 
 def dispose(state: AppState) -> None:
     """Close the app's database pools (and semantic search's query threads)."""
     if state.semantic is not None:
         state.semantic.close()
-    dispose_engines(state.engine, state.auth_engine)
+    state.db.dispose()
 
 
 def state_of(app: Any) -> AppState:

@@ -112,7 +112,7 @@ class Data:
         org_draft = {"content": f"Org draft {w['org_draft']}", "scope": "org"}
         assert post("/v1/memory", json=org_draft, headers=self.org_agent).status_code == 202
         semantic = state_of(service.app).semantic
-        while vector_jobs.drain_once(service.engine, semantic):
+        while vector_jobs.drain_once(service.db, semantic):
             pass
         return {"mine": mid, "org": saved_org.json()["memory"]["id"]}
 
@@ -308,14 +308,14 @@ def test_an_interrupted_conversion_leaves_whole_rows_and_resumes(
 
     with monkeypatch.context() as patched, pytest.raises(_Stop):
         patched.setattr(seal_existing, "convert_batch", failing)
-        encryption.convert(online.engine, to_sealed=to_sealed, batch=1)
+        encryption.convert(online.db, to_sealed=to_sealed, batch=1)
     forms = set().union(*_forms(online.engine).values())
     assert forms == {True, False}  # it really stopped half way
     _no_row_is_half(online.engine)
     assert data.read(online) == before
-    assert encryption.convert(online.engine, to_sealed=to_sealed, batch=1) == []
+    assert encryption.convert(online.db, to_sealed=to_sealed, batch=1) == []
     # And once more: a finished conversion run again changes nothing.
-    assert encryption.convert(online.engine, to_sealed=to_sealed, batch=1) == []
+    assert encryption.convert(online.db, to_sealed=to_sealed, batch=1) == []
     assert _forms(online.engine) == _all(to_sealed)
     assert _key_count(online.engine) == (2 if to_sealed else 0)
     assert data.read(online) == before

@@ -24,6 +24,7 @@ from memory_bank.errors import InsufficientScope, OrgScopeForbidden
 from memory_bank.ids import new_id
 from memory_bank.search import mpnet
 from memory_bank.store import keys
+from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine, writing
 
 ADMIN_URL = os.environ.get(
@@ -219,7 +220,7 @@ def test_acl_table_listings(world: World, operation: str, role: str) -> None:
             mode = operation.split("=")[1]
             content = world.call("owner", "GET", f"/v1/memory/{target}").json()["memory"]
             deadline = time.monotonic() + 60
-            while vector_jobs.pending(world.engine):
+            while vector_jobs.pending(Database(world.engine)):
                 assert time.monotonic() < deadline, "embeddings still pending"
                 time.sleep(0.05)
             params = {"q": content["content"], "mode": mode, "limit": 5}

@@ -29,7 +29,7 @@ def test_simultaneous_deletes_of_ones_own_memory_all_succeed(service):
     def delete() -> str:
         start.wait()
         try:
-            memories.remove(service.engine, alice, memory_id)
+            memories.remove(service.db, alice, memory_id)
         except MemoryNotFound:
             return "404"
         return "204"

@@ -55,7 +55,7 @@ def test_reindex_gives_the_same_index_and_results(service):
     with service.engine.begin() as conn:
         conn.execute(sa.delete(memory_term))
         conn.execute(sa.update(memory_user_stats).values(doc_count=99, total_len=1))
-    assert reindex.rebuild(service.engine, batch=3) == 2 * len(TEXTS)
+    assert reindex.rebuild(service.db, batch=3) == 2 * len(TEXTS)
     assert _snapshot(service, headers) == before
 
 
@@ -64,7 +64,7 @@ def test_reindex_of_one_user_leaves_the_other_alone(service):
     before = _snapshot(service, headers)
     with service.engine.begin() as conn:
         conn.execute(sa.delete(memory_term).where(memory_term.c.user_id == "bob"))
-    assert reindex.rebuild(service.engine, "bob") == len(TEXTS)
+    assert reindex.rebuild(service.db, "bob") == len(TEXTS)
     assert _snapshot(service, headers) == before
 
 
@@ -78,8 +78,8 @@ def test_migrate_rebuilds_a_stale_index(service):
             .where(service_state.c.name == reindex.STATE_NAME)
             .values(value="analyzer=1;weights=1,1,0")
         )
-    reindex.prepare(service.engine)
-    assert reindex.stored_version(service.engine) == index_version()
+    reindex.prepare(service.engine, lambda _ready: service.db)
+    assert reindex.stored_version(service.db) == index_version()
     assert _snapshot(service, headers) == before
 
 

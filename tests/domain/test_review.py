@@ -195,7 +195,7 @@ def test_sweep_purges_every_users_expired_drafts(make_service):
             .where(memory_draft.c.user_id.in_(["alice", "bob"]))
             .values(expires_at=utcnow() - timedelta(seconds=1))
         )
-    assert review.sweep(service.engine) == 2
+    assert review.sweep(service.db) == 2
     assert _count(service, memory_draft, "alice") == _count(service, memory_draft, "bob") == 0
     assert _count(service, review_audit, "bob") == 2
 

@@ -15,7 +15,7 @@ def test_export_has_the_current_state_and_revision_not_the_history(service):
         f"/v1/memory/{mid}", json={"content": "New words"}, headers=headers
     )
     assert edited.status_code == 200
-    lines = list(transfer.export_lines(service.engine, "alice"))
+    lines = list(transfer.export_lines(service.db, "alice"))
     exported = json.loads(lines[1])
     assert exported == edited.json()["memory"] and exported["revision"] == 2
     assert "Old words" not in "".join(lines)

@@ -44,7 +44,7 @@ def test_failed_authentications_are_limited_per_client_before_any_lookup(make_se
     service = make_service(auth_failures_per_minute=3)
     good = service.auth("alice")
     assert service.client.get("/v1/memory", headers=good).status_code == 200
-    lookups = _lookups(state_of(service.app).auth_engine)
+    lookups = _lookups(state_of(service.app).db.auth)
     wrong = [{"Authorization": f"Bearer mb_{'x' * 40}{i:03d}"} for i in range(6)]
     codes = [service.client.get("/v1/memory", headers=h).status_code for h in wrong]
     assert codes == [401, 401, 401, 429, 429, 429], codes

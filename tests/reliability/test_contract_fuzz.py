@@ -268,7 +268,7 @@ def test_search_with_semantic_search_on(
     headers = service.auth("fuzzer")
     for text in ("Leo has football practice every Saturday", "The repositories live on Gitea"):
         assert service.client.post("/v1/memory", json={"content": text}, headers=headers).is_success
-    vector_jobs.drain_once(service.engine, state_of(service.app).semantic)
+    vector_jobs.drain_once(service.db, state_of(service.app).semantic)
     schema = schemathesis.openapi.from_asgi(
         "/openapi.json", service.app, config=_config(credential)
     ).include(operation_id="getMemorySearch")

@@ -19,7 +19,6 @@ from reliability_figures import Figures
 from memory_bank.ids import new_id
 from memory_bank.spec import load_spec
 from memory_bank.store.crypto import encode_master_key, new_master_key
-from memory_bank.store.engine import batch_engine
 from memory_bank.store.schema import metadata
 
 IGNORED_HEADERS = {"date", "x-request-id"}
@@ -516,7 +515,7 @@ def test_every_statement_on_memory_tables_filters_by_user(
         statements.append(statement)
 
     # Saves run on the batch pool (MariaDB): its statements are audited too.
-    engines = list(dict.fromkeys([service.engine, batch_engine(service.engine)]))
+    engines = list(dict.fromkeys([service.engine, service.db.saves]))
     for engine in engines:
         sa.event.listen(engine, "before_cursor_execute", capture)
     try:
@@ -586,7 +585,7 @@ def test_every_statement_on_vector_tables_filters_by_user(make_service, sealed):
     def capture(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         statements.append(statement)
 
-    engines = list(dict.fromkeys([service.engine, batch_engine(service.engine)]))
+    engines = list(dict.fromkeys([service.engine, service.db.saves]))
     for engine in engines:
         sa.event.listen(engine, "before_cursor_execute", capture)
     try:
@@ -597,8 +596,8 @@ def test_every_statement_on_vector_tables_filters_by_user(make_service, sealed):
             for text in ("Leo has football practice", "The repositories live on Gitea"):
                 r = client.post("/v1/memory", json={"content": text}, headers=headers)
                 ids.append((headers, r.json()["memory"]["id"]))
-        assert vector_jobs.pending(service.engine) == 4
-        assert vector_jobs.drain_once(service.engine, semantic) == 4
+        assert vector_jobs.pending(service.db) == 4
+        assert vector_jobs.drain_once(service.db, semantic) == 4
         for headers, _ in ids:
             for mode in ("hybrid", "semantic", "lexical"):
                 r = client.get(
@@ -663,7 +662,7 @@ def test_statements_name_only_the_callers_owners(make_service, database_url):
                 found |= {v for v in items if isinstance(v, str)}
         return found
 
-    engines = list(dict.fromkeys([service.engine, batch_engine(service.engine)]))
+    engines = list(dict.fromkeys([service.engine, service.db.saves]))
     for engine in engines:
         sa.event.listen(engine, "before_cursor_execute", capture)
     tables = owner_tables()

@@ -46,7 +46,7 @@ def drain(service: Any) -> int:
     """Embed everything queued, as a serve process's worker would; how many jobs settled."""
     state = state_of(service.app)
     settled = 0
-    while n := vector_jobs.drain_once(service.engine, state.semantic):
+    while n := vector_jobs.drain_once(service.db, state.semantic):
         settled += n
     return settled
 
@@ -265,7 +265,7 @@ def test_an_erased_users_cached_vectors_never_serve_a_new_user_of_that_id(semant
     old = save(semantic, alice, LEO)
     drain(semantic)
     assert [m["id"] for m in search(semantic, alice, QUESTION, mode="semantic")["results"]] == [old]
-    transfer.erase(semantic.engine, "alice")
+    transfer.erase(semantic.db, "alice")
     alice = semantic.auth("alice")
     new = save(semantic, alice, DISTRACTORS[1])
     drain(semantic)

@@ -13,8 +13,8 @@ from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import batch
 from memory_bank.store import memories as store
+from memory_bank.store.database import Database
 from memory_bank.store.engine import (
-    batch_engine,
     dispose_engines,
     make_auth_engine,
     make_engine,
@@ -77,8 +77,9 @@ def test_only_the_batch_pool_may_send_several_statements_at_once(mariadb_url):
     auth = make_auth_engine(engine)
     # Even a URL that asks for the flag does not get it outside the batch pool.
     asked = make_engine(mariadb_url + "?client_flag=65536", pool_size=1)
-    saves = batch_engine(engine)
-    assert batch_engine(engine) is saves and saves is not engine
+    db = Database(engine)
+    saves = db.saves
+    assert db.saves is saves and saves is not db.engine
     try:
         with saves.connect() as conn:
             assert conn.connection.dbapi_connection.client_flag & batch.MULTI_STATEMENTS
@@ -92,12 +93,13 @@ def test_only_the_batch_pool_may_send_several_statements_at_once(mariadb_url):
                 with pytest.raises(sa.exc.ProgrammingError):
                     conn.exec_driver_sql("SELECT 1; SELECT 2")
     finally:
-        dispose_engines(engine, auth, asked)
+        dispose_engines(auth, asked)
+        db.dispose()
 
 
 def test_sqlite_runs_statements_one_by_one(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'one.db'}")
-    assert batch_engine(engine) is engine
+    assert Database(engine).saves.pool is engine.pool
     with engine.connect() as conn:
         assert not batch.supported(conn)
         with pytest.raises(sa.exc.ProgrammingError):

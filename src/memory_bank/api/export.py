@@ -14,7 +14,7 @@ NDJSON = "application/x-ndjson"
 def getMemoryExport() -> StreamingResponse:
     """Stream the caller's memories: a header line with the format version, then one per line."""
     state = app_state.current()
-    lines = transfer.export_lines(state.engine, current_principal().user_id)
+    lines = transfer.export_lines(state.db, current_principal().user_id)
     return StreamingResponse(
         lines,
         media_type=NDJSON,

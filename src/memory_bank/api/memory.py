@@ -17,12 +17,12 @@ def postMemory(body: dict[str, Any]) -> Reply:
     principal = current_principal()
     scope = body.get("scope") if isinstance(body, dict) else None
     if review.needs_review(state.settings, principal, current_switches(), scope):
-        envelope = review.submit(state.engine, state.settings, principal, body)
+        envelope = review.submit(state.db, state.settings, principal, body)
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})
     settings = state.settings
     memory, alike = memories.save(
-        state.engine, principal, body, settings.max_memories_per_user, settings.similar_hints
+        state.db, principal, body, settings.max_memories_per_user, settings.similar_hints
     )
     _wake(state)
     etag = edits.etag(memory["revision"])
@@ -39,7 +39,7 @@ def getMemorySearch(q: str, limit: int = 20, scope: str = "all", mode: str | Non
     """Search the caller's memories and their org's."""
     state = app_state.current()
     found, used = memories.find(
-        state.engine, current_principal(), q, limit, scope, mode, state.semantic
+        state.db, current_principal(), q, limit, scope, mode, state.semantic
     )
     return json_reply({"results": found, "mode": used})
 
@@ -48,13 +48,13 @@ def getMemory(limit: int = 20, cursor: str | None = None, scope: str = "all") ->
     """List the caller's memories and their org's, newest first."""
     state = app_state.current()
     principal = current_principal()
-    return json_reply(memories.page(state.engine, state.secret, principal, limit, cursor, scope))
+    return json_reply(memories.page(state.db, state.secret, principal, limit, cursor, scope))
 
 
 def getMemoryById(id: str) -> Reply:
     """Fetch one of the caller's memories."""
     state = app_state.current()
-    return _memory_reply(memories.fetch(state.engine, current_principal(), id))
+    return _memory_reply(memories.fetch(state.db, current_principal(), id))
 
 
 def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
@@ -62,15 +62,15 @@ def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
     state = app_state.current()
     principal = current_principal()
     if_match = _if_match()
-    scope = edits.owner_scope(state.engine, principal, id)
+    scope = edits.owner_scope(state.db, principal, id)
     if review.needs_review(state.settings, principal, current_switches(), scope):
-        envelope = review.submit_edit(state.engine, state.settings, principal, id, body, if_match)
+        envelope = review.submit_edit(state.db, state.settings, principal, id, body, if_match)
         if "memory" in envelope:  # an edit that changes nothing: no draft
             return _memory_reply(envelope["memory"])
         location = f"/v1/memory/drafts/{envelope['draft']['id']}"
         return json_reply(envelope, 202, {"Location": location})
     keep = state.settings.max_revisions_per_memory
-    edited = edits.patch(state.engine, principal, id, body, if_match, keep)
+    edited = edits.patch(state.db, principal, id, body, if_match, keep)
     _wake(state)
     return _memory_reply(edited)
 
@@ -78,7 +78,7 @@ def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
 def getMemoryRevisions(id: str, limit: int = 20, cursor: str | None = None) -> Reply:
     """List a memory's revisions, newest first."""
     state = app_state.current()
-    found = edits.history(state.engine, state.secret, current_principal(), id, limit, cursor)
+    found = edits.history(state.db, state.secret, current_principal(), id, limit, cursor)
     return json_reply(found)
 
 
@@ -86,7 +86,7 @@ def postMemoryRestore(id: str, revision: int) -> Reply:
     """Make an old revision of a memory its newest one."""
     state = app_state.current()
     keep = state.settings.max_revisions_per_memory
-    restored = edits.restore(state.engine, current_principal(), id, revision, _if_match(), keep)
+    restored = edits.restore(state.db, current_principal(), id, revision, _if_match(), keep)
     _wake(state)
     return _memory_reply(restored)
 
@@ -95,9 +95,7 @@ def deleteMemoryById(id: str) -> Reply:
     """Delete one of the caller's memories (If-Match: only at that revision)."""
     state = app_state.current()
     if_match = _if_match()
-    memories.remove(
-        state.engine, current_principal(), id, None if if_match is None else if_match.check
-    )
+    memories.remove(state.db, current_principal(), id, None if if_match is None else if_match.check)
     return empty_reply()
 
 

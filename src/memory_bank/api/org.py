@@ -11,4 +11,4 @@ from memory_bank.domain import org_log
 def getOrgAudit(limit: int = 20, cursor: str | None = None) -> Reply:
     """One page of the caller's org audit log, newest first."""
     state = app_state.current()
-    return json_reply(org_log.page(state.engine, state.secret, current_principal(), limit, cursor))
+    return json_reply(org_log.page(state.db, state.secret, current_principal(), limit, cursor))

@@ -25,7 +25,7 @@ def postPanelSession(body: dict[str, Any]) -> Reply:
     state.limiter.before_lookup(client, body["code"])
     try:
         session = signin.exchange(
-            state.engine, state.secret, body["code"], settings.panel_session_hours
+            state.db, state.secret, body["code"], settings.panel_session_hours
         )
     except Unauthorized:
         state.limiter.failed(client, body["code"])

@@ -13,20 +13,20 @@ from memory_bank.domain import edits, review
 def getMemoryDrafts(limit: int = 20, cursor: str | None = None) -> Reply:
     """List the caller's drafts waiting for review, newest first."""
     state = app_state.current()
-    return json_reply(review.page(state.engine, state.secret, current_principal(), limit, cursor))
+    return json_reply(review.page(state.db, state.secret, current_principal(), limit, cursor))
 
 
 def getMemoryDraftById(id: str) -> Reply:
     """Fetch one of the caller's pending drafts."""
     state = app_state.current()
-    return json_reply({"draft": review.fetch(state.engine, current_principal(), id)})
+    return json_reply({"draft": review.fetch(state.db, current_principal(), id)})
 
 
 def postMemoryDraftConfirm(id: str, body: dict[str, Any] | None = None) -> Reply:
     """Confirm a draft, optionally edited: it becomes a memory."""
     state = app_state.current()
     keep = state.settings.max_revisions_per_memory
-    memory, created = review.confirm(state.engine, current_principal(), id, body, keep)
+    memory, created = review.confirm(state.db, current_principal(), id, body, keep)
     etag = edits.etag(memory["revision"])
     if not created:  # an edit's draft: the memory's next revision
         return json_reply({"memory": memory}, 200, {"ETag": etag})
@@ -38,18 +38,18 @@ def postMemoryDraftConfirm(id: str, body: dict[str, Any] | None = None) -> Reply
 def postMemoryDraftReject(id: str) -> Reply:
     """Reject a draft: it is discarded."""
     state = app_state.current()
-    review.reject(state.engine, current_principal(), id)
+    review.reject(state.db, current_principal(), id)
     return empty_reply()
 
 
 def getMemorySettings() -> Reply:
     """The caller's review settings."""
     state = app_state.current()
-    return json_reply(review.settings_view(state.engine, state.settings, current_principal()))
+    return json_reply(review.settings_view(state.db, state.settings, current_principal()))
 
 
 def putMemorySettings(body: dict[str, Any]) -> Reply:
     """Change the caller's review settings."""
     state = app_state.current()
-    changed = review.change_settings(state.engine, state.settings, current_principal(), body)
+    changed = review.change_settings(state.db, state.settings, current_principal(), body)
     return json_reply(changed)

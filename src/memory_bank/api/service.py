@@ -17,7 +17,7 @@ def getReadyz() -> Reply:
     """The database answers and its schema is current."""
     state = app_state.current()
     try:
-        current = is_current(state.engine)
+        current = is_current(state.db.engine)
     except Exception:
         raise ServiceUnavailable("The database is unreachable.") from None
     if not current:

@@ -12,6 +12,7 @@ from memory_bank.domain.reindex import prepare
 from memory_bank.settings import PREFIX, Secret, Settings
 from memory_bank.store import data_keys
 from memory_bank.store.crypto import KeyProblem
+from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
 
 EXIT_USAGE = 2
@@ -38,19 +39,18 @@ def safe_url(url: Secret | str) -> str:
 
 def open_database(
     settings: Settings, run_migrations: bool = True, *, with_keys: bool = True
-) -> Engine:
-    """An engine for the configured database, migrated, its master key checked and in use
+) -> Database:
+    """The configured database, migrated, its master key checked and sealing with it
     (with_keys); a clear error when unreachable or when the key is wrong or missing."""
     try:
         engine = make_engine(settings.database_url.reveal(), pool_size=2)
-        keys = partial(data_keys.open_keyring, settings=settings) if with_keys else None
+        database = partial(_database, settings=settings, with_keys=with_keys)
         if run_migrations:
-            prepare(engine, keys)
+            db = prepare(engine, database)
         else:
             with engine.connect():
                 pass
-            if keys is not None:
-                keys(engine)
+            db = database(engine)
     except KeyProblem as exc:
         raise CliError(f"cannot start: {exc}", EXIT_MASTER_KEY) from None
     except DBAPIError as exc:
@@ -71,4 +71,9 @@ def open_database(
             f"cannot use the database at {safe_url(settings.database_url)}: {exc}",
             EXIT_DATABASE,
         ) from None
-    return engine
+    return db
+
+
+def _database(engine: Engine, settings: Settings, with_keys: bool) -> Database:
+    """A Database over engine, sealing with the configured master key when with_keys."""
+    return Database(engine, keyring=data_keys.open_keyring(engine, settings) if with_keys else None)

@@ -11,7 +11,7 @@ from memory_bank.cli.common import EXIT_MASTER_KEY, CliError, open_database
 from memory_bank.domain import encryption
 from memory_bank.settings import PREFIX, Settings
 from memory_bank.store import crypto, data_keys, seal_existing
-from memory_bank.store.engine import is_sqlite, reading
+from memory_bank.store.engine import is_sqlite
 
 DEFAULT_KEY_FILE = "~/.config/memory-bank/master.key"
 
@@ -38,14 +38,14 @@ def cmd_init(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_rotate(args: argparse.Namespace, settings: Settings) -> int:
     """Re-wrap every data key under a new master key; resumable."""
-    engine = open_database(settings, with_keys=False)
+    db = open_database(settings, with_keys=False)
     old = data_keys.load_master(settings)
     if old is None:
         raise CliError(f"set {PREFIX}MASTER_KEY_FILE to the current (old) master key")
     new = crypto.read_master_key_file(args.new_key_file)
     if new.fingerprint == old.fingerprint:
         raise CliError("the new master key is the current one")
-    with reading(engine) as conn:
+    with db.reading() as conn:
         # owners(master_id=X): the keys not wrapped by X.
         neither = set(data_keys.owners(conn, master_id=new.fingerprint)) & set(
             data_keys.owners(conn, master_id=old.fingerprint)
@@ -56,9 +56,9 @@ def cmd_rotate(args: argparse.Namespace, settings: Settings) -> int:
             f"{PREFIX}MASTER_KEY_FILE the current master key?",
             EXIT_MASTER_KEY,
         )
-    todo = encryption.pending_rotation(engine, new)
+    todo = encryption.pending_rotation(db, new)
     with tqdm(total=todo, unit="key", disable=args.quiet, file=sys.stderr) as bar:
-        done = encryption.rotate_master(engine, old, new, bar.update)
+        done = encryption.rotate_master(db, old, new, bar.update)
     print(f"re-wrapped {done} data key(s) under master key {new.fingerprint}")
     print(f"now restart the service with {PREFIX}MASTER_KEY_FILE={args.new_key_file}")
     return 0
@@ -67,13 +67,13 @@ def cmd_rotate(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     """Seal every plain row (or, reversed, open every sealed one); resumable, online."""
     reverse = args.reverse or args.crypto_command == "decrypt-existing"
-    engine = open_database(settings)
-    if data_keys.keyring_of(engine) is None:
+    db = open_database(settings)
+    if db.keyring is None:
         raise CliError(f"set {PREFIX}MASTER_KEY_FILE: converting needs the master key")
-    total = encryption.total_rows(engine)
+    total = encryption.total_rows(db)
     with tqdm(total=total, unit="row", disable=args.quiet, file=sys.stderr) as bar:
         unfinished = encryption.convert(
-            engine, to_sealed=not reverse, batch=args.batch, pause=args.pause, progress=bar.update
+            db, to_sealed=not reverse, batch=args.batch, pause=args.pause, progress=bar.update
         )
     if unfinished:
         print(f"{len(unfinished)} user(s) still have rows to convert: run again", file=sys.stderr)
@@ -84,8 +84,8 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
         print(f"restart the service without {PREFIX}MASTER_KEY_FILE / {PREFIX}MASTER_KEY")
         return 0
     print(f"every row is encrypted ({tables})")
-    if is_sqlite(engine):
-        if encryption.compact(engine):
+    if is_sqlite(db.engine):
+        if encryption.compact(db):
             print("the database file was compacted: freed pages keep no plaintext")
         else:
             print(

@@ -11,8 +11,8 @@ from memory_bank.settings import Settings
 
 def purge(_args: argparse.Namespace, settings: Settings) -> int:
     """Delete expired drafts now (they are already invisible; this frees the rows)."""
-    engine = open_database(settings)
-    print(f"purged {review.sweep(engine)} expired draft(s)")
+    db = open_database(settings)
+    print(f"purged {review.sweep(db)} expired draft(s)")
     return 0
 
 

@@ -10,7 +10,6 @@ from memory_bank.cli.common import CliError, open_database
 from memory_bank.ids import iso, utcnow
 from memory_bank.settings import Settings
 from memory_bank.store import keys
-from memory_bank.store.engine import writing
 
 
 def parse_scopes(raw: str) -> tuple[str, ...]:
@@ -60,9 +59,8 @@ def create(args: argparse.Namespace, settings: Settings) -> int:
     expires = parse_expiry(args.expires)
     if not args.user.strip() or len(args.user) > 128:
         raise CliError("--user must be 1-128 characters")
-    engine = open_database(settings)
-    secret, record = writing(
-        engine,
+    db = open_database(settings)
+    secret, record = db.writing(
         lambda conn: keys.create_key(
             conn, args.user, scopes, args.source, args.org, expires, args.label
         ),
@@ -79,8 +77,8 @@ def create(args: argparse.Namespace, settings: Settings) -> int:
 
 def list_(args: argparse.Namespace, settings: Settings) -> int:
     """List keys (never their secrets)."""
-    engine = open_database(settings)
-    with engine.connect() as conn:
+    db = open_database(settings)
+    with db.reading() as conn:
         found = keys.list_keys(conn, args.user)
     now = utcnow()
     print(f"{'ID':32} {'USER':16} {'ORG':12} {'SCOPES':34} {'SOURCE':16} STATE")
@@ -93,8 +91,8 @@ def list_(args: argparse.Namespace, settings: Settings) -> int:
 
 def revoke(args: argparse.Namespace, settings: Settings) -> int:
     """Revoke a key by id."""
-    engine = open_database(settings)
-    if not writing(engine, lambda conn: keys.revoke_key(conn, args.id)):
+    db = open_database(settings)
+    if not db.writing(lambda conn: keys.revoke_key(conn, args.id)):
         raise CliError(f"no active key with id {args.id}", 1)
     print(f"revoked {args.id}")
     return 0

@@ -10,9 +10,9 @@ from memory_bank.settings import Settings
 
 def run(_args: argparse.Namespace, settings: Settings) -> int:
     """Bring the database schema up to date."""
-    engine = open_database(settings)
+    db = open_database(settings)
     print(f"database at {safe_url(settings.database_url)} is up to date")
-    engine.dispose()
+    db.dispose()
     return 0
 
 

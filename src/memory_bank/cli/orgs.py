@@ -11,8 +11,8 @@ from memory_bank.store import orgs
 
 def list_(args: argparse.Namespace, settings: Settings) -> int:
     """List organisations: members (users with a usable key of the org) and org memories."""
-    engine = open_database(settings)
-    with engine.connect() as conn:
+    db = open_database(settings)
+    with db.reading() as conn:
         found = orgs.summaries(conn)
     print(f"{'ORG':32} {'MEMBERS':>8} {'MEMORIES':>9}")
     for org in found:

@@ -18,15 +18,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     what has no vector of the configured model)."""
     if args.vectors:
         return _vectors(args, settings)
-    engine = open_database(settings)
+    db = open_database(settings)
     try:
-        total = reindex.count_memories(engine, args.user)
+        total = reindex.count_memories(db, args.user)
         with tqdm(total=total, unit="memory", desc="reindex", disable=args.quiet) as bar:
-            done = reindex.rebuild(engine, args.user, args.batch, bar.update)
+            done = reindex.rebuild(db, args.user, args.batch, bar.update)
         who = f"user {args.user}" if args.user else "all users"
         print(f"reindexed {done} memories of {who} ({index_version()})")
     finally:
-        engine.dispose()
+        db.dispose()
     return 0
 
 
@@ -35,19 +35,19 @@ def _vectors(args: argparse.Namespace, settings: Settings) -> int:
     semantic = from_settings(settings)
     if semantic is None:
         raise CliError("--vectors needs MEMORY_BANK_EMBEDDINGS (local, or openai:<base URL>)")
-    engine = open_database(settings)
+    db = open_database(settings)
     try:
         owners = [args.user] if args.user else None
-        queued = sum(vector_jobs.queue_missing(engine, semantic.model, owners))
-        total = vector_jobs.pending(engine)
+        queued = sum(vector_jobs.queue_missing(db, semantic.model, owners))
+        total = vector_jobs.pending(db)
         print(f"queued {queued} memories without a {semantic.model} vector; {total} to embed")
         with tqdm(total=total, unit="memory", desc="embed", disable=args.quiet) as bar:
-            while done := vector_jobs.drain_once(engine, semantic, args.batch):
+            while done := vector_jobs.drain_once(db, semantic, args.batch):
                 bar.update(done)
-        print(f"embedded with {semantic.model}; {vector_jobs.pending(engine)} left in the queue")
+        print(f"embedded with {semantic.model}; {vector_jobs.pending(db)} left in the queue")
     finally:
         semantic.close()
-        engine.dispose()
+        db.dispose()
     return 0
 
 

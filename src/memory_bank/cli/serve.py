@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank import __version__
 from memory_bank.cli import panel
@@ -15,10 +15,10 @@ from memory_bank.domain import memories, review
 from memory_bank.domain.semantic import from_settings
 from memory_bank.settings import PREFIX, Settings
 from memory_bank.store import keys
-from memory_bank.store.engine import writing
+from memory_bank.store.database import Database
 
 
-def ensure_local_key(engine: Engine) -> str | None:
+def ensure_local_key(db: Database) -> str | None:
     """On first start with no keys, create a local key with every scope; return it."""
 
     def work(conn: Connection) -> str | None:
@@ -29,22 +29,22 @@ def ensure_local_key(engine: Engine) -> str | None:
         )
         return secret
 
-    return writing(engine, work)
+    return db.writing(work)
 
 
-def prepare(settings: Settings, engine: Engine, base: str) -> None:
+def prepare(settings: Settings, db: Database, base: str) -> None:
     """What serve does before it listens: first key, expired drafts, the panel link."""
-    secret = ensure_local_key(engine)
+    secret = ensure_local_key(db)
     print(f"memory-bank {__version__} serving on {base} ({safe_url(settings.database_url)})")
     if secret:
         print("First start: created a local API key with every scope. It is shown only once:")
         print(f"  {secret}")
         print(f"  try: curl -H 'Authorization: Bearer {secret}' {base}/v1/memory")
-    purged = review.sweep(engine)
+    purged = review.sweep(db)
     if purged:
         print(f"purged {purged} expired draft(s)")
-    memories.sweep_tombstones(engine)
-    panel.print_local_link(settings, engine, base)
+    memories.sweep_tombstones(db)
+    panel.print_local_link(settings, db, base)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -58,10 +58,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     check = from_settings(settings)
     if check is not None:
         check.close()
-    engine = open_database(settings)
-    prepare(settings, engine, f"http://{host}:{port}")
+    db = open_database(settings)
+    prepare(settings, db, f"http://{host}:{port}")
     sys.stdout.flush()
-    engine.dispose()
+    db.dispose()
     # Workers re-read the settings from the environment, so carry the flags over.
     os.environ[PREFIX + "HOST"] = host
     os.environ[PREFIX + "PORT"] = str(port)

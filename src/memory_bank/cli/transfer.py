@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from tqdm import tqdm
 
@@ -14,15 +13,16 @@ from memory_bank.cli.common import EXIT_DATABASE, CliError, open_database
 from memory_bank.domain import transfer
 from memory_bank.errors import ApiError
 from memory_bank.settings import Settings
+from memory_bank.store.database import Database
 
 EXIT_BAD_LINES = 1
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Write the user's export (the API's ndjson) to stdout."""
-    engine = open_database(settings)
+    db = open_database(settings)
     count = -1
-    for line in transfer.export_lines(engine, args.user):
+    for line in transfer.export_lines(db, args.user):
         sys.stdout.write(line)
         count += 1
     sys.stdout.flush()
@@ -35,9 +35,9 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     line is bad, unless --skip-bad); ids already there are skipped, so importing twice is
     harmless."""
     lines = _read(args.file)
-    engine = open_database(settings)
+    db = open_database(settings)
     good = [(line.number, line.memory) for line in lines if line.memory is not None]
-    plan = transfer.plan(engine, args.user, good)
+    plan = transfer.plan(db, args.user, good)
     unparsed = [(line.number, line.problem) for line in lines if line.problem is not None]
     bad = sorted(unparsed + plan.problems)
     for number, why in bad:
@@ -49,7 +49,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_LINES
-    written = _write(engine, args, plan.new)
+    written = _write(db, args, plan.new)
     already = plan.already + len(plan.new) - written
     print(
         f"imported {written} memories for {args.user}"
@@ -69,7 +69,7 @@ def _read(path: str) -> list[export_reader.Line]:
         raise CliError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
 
 
-def _write(engine: Engine, args: argparse.Namespace, memories: list[transfer.Restored]) -> int:
+def _write(db: Database, args: argparse.Namespace, memories: list[transfer.Restored]) -> int:
     """Write the memories in one transaction, with a progress bar; a CliError when it fails,
     after which nothing of the import is stored."""
     with tqdm(total=len(memories), unit="memory", disable=args.quiet, file=sys.stderr) as bar:
@@ -79,7 +79,7 @@ def _write(engine: Engine, args: argparse.Namespace, memories: list[transfer.Res
             bar.refresh()
 
         try:
-            return transfer.restore(engine, args.user, memories, progress)
+            return transfer.restore(db, args.user, memories, progress)
         except Exception as exc:
             # Whatever broke the write, its transaction was rolled back: say so, not how.
             raise CliError(
@@ -102,7 +102,7 @@ def _reason(exc: Exception) -> str:
 
 def cmd_erase(args: argparse.Namespace, settings: Settings) -> int:
     """Destroy the user's data key, then delete every row of theirs, after a confirmation."""
-    engine = open_database(settings)
+    db = open_database(settings)
     if not args.yes:
         if not sys.stdin.isatty():
             raise CliError("erase cannot be undone: confirm on a terminal, or pass --yes")
@@ -113,13 +113,13 @@ def cmd_erase(args: argparse.Namespace, settings: Settings) -> int:
         if typed.strip() != args.user:
             print("not erased", file=sys.stderr)
             return EXIT_BAD_LINES
-    done = transfer.erase(engine, args.user)
-    left = transfer.remaining(engine, args.user)
+    done = transfer.erase(db, args.user)
+    left = transfer.remaining(db, args.user)
     if any(left.values()):
         raise CliError(f"rows of {args.user} remain: {left}", EXIT_BAD_LINES)
     shown = ", ".join(f"{name} {n}" for name, n in sorted(done.items()) if n)
     print(f"erased {args.user}: {shown or 'nothing was stored'}")
-    kept = transfer.kept_for_orgs(engine, args.user)
+    kept = transfer.kept_for_orgs(db, args.user)
     shown = ", ".join(f"{n} {name}" for name, n in kept.items())
     print(f"kept, as their orgs' data: {shown} written by {args.user}")
     return 0

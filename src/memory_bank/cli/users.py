@@ -9,14 +9,13 @@ from memory_bank.cli import transfer
 from memory_bank.cli.common import open_database
 from memory_bank.settings import Settings
 from memory_bank.store import user_settings
-from memory_bank.store.engine import writing
 
 
 def switch(args: argparse.Namespace, settings: Settings) -> int:
     """Switch memory off (disable) or back on (enable) for one user."""
-    engine = open_database(settings)
+    db = open_database(settings)
     disabled = args.users_command == "disable"
-    writing(engine, lambda conn: user_settings.change(conn, args.user, memory_disabled=disabled))
+    db.writing(lambda conn: user_settings.change(conn, args.user, memory_disabled=disabled))
     state = "off" if disabled else "on"
     print(f"memory is {state} for user {args.user}")
     return 0

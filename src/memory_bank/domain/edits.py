@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, etags, org_log
@@ -27,7 +27,7 @@ from memory_bank.ids import is_id, iso, new_id, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
 from memory_bank.store import revisions, vectors
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 from memory_bank.store.revisions import RevisionRow, context_keys
 
 EDITED = "edited"
@@ -171,7 +171,7 @@ def changeable(
 
 
 def patch(
-    engine: Engine,
+    db: Database,
     principal: Principal,
     memory_id: str,
     body: Any,
@@ -185,28 +185,28 @@ def patch(
         current = changeable(conn, principal, memory_id, if_match)
         return apply(conn, principal, current, change, principal.source, keep_revisions)
 
-    return shape(writing(engine, work))
+    return shape(db.writing(work))
 
 
 def proposed(
-    engine: Engine, principal: Principal, memory_id: str, body: Any, if_match: IfMatch | None
+    db: Database, principal: Principal, memory_id: str, body: Any, if_match: IfMatch | None
 ) -> tuple[store.MemoryRow, store.MemoryRow | None]:
     """The memory as it is and as the patch would make it (None: no change); checks the ACL
     and If-Match as an edit would, for an edit that goes to review."""
     change = parse_patch(body)
-    with reading(engine) as conn:
+    with db.reading() as conn:
         current = changeable(conn, principal, memory_id, if_match)
     return current, changed_row(current, change)
 
 
-def owner_scope(engine: Engine, principal: Principal, memory_id: str) -> str:
+def owner_scope(db: Database, principal: Principal, memory_id: str) -> str:
     """The scope ("user" or "org") of a memory the principal reads; 404 otherwise."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return acl.scope_of(locate(conn, principal, memory_id).user_id)
 
 
 def restore(
-    engine: Engine,
+    db: Database,
     principal: Principal,
     memory_id: str,
     revision: int,
@@ -222,7 +222,7 @@ def restore(
         change = Change(old.content, old.tags, old.contexts)
         return apply(conn, principal, current, change, principal.source, keep_revisions)
 
-    return shape(writing(engine, work))
+    return shape(db.writing(work))
 
 
 def _revision(conn: Connection, current: store.MemoryRow, revision: int) -> RevisionRow:
@@ -249,7 +249,7 @@ def _as_revision(row: store.MemoryRow) -> RevisionRow:
 
 
 def history(
-    engine: Engine,
+    db: Database,
     secret: bytes,
     principal: Principal,
     memory_id: str,
@@ -265,7 +265,7 @@ def history(
         if head != memory_id or not number.isdigit():
             raise InvalidCursor("The cursor was not issued for this listing.", field="cursor")
         before = int(number)
-    with reading(engine) as conn:
+    with db.reading() as conn:
         current = _readable(conn, principal, memory_id)
         rows = revisions.list_revisions(conn, current.user_id, memory_id, limit + 1, before)
         if not rows and before is None:

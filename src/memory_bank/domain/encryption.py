@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank.search.document import postings_of
 from memory_bank.store import crypto, data_keys, seal_existing
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 from memory_bank.store.sealed import SealedTable
 
 log = logging.getLogger("memory_bank.crypto")
@@ -20,9 +20,9 @@ BATCH = 200
 Progress = Callable[[int], None]
 
 
-def total_rows(engine: Engine) -> int:
+def total_rows(db: Database) -> int:
     """Rows of every sealed table to look at (for a progress bar)."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return seal_existing.count_rows(conn)
 
 
@@ -73,7 +73,7 @@ def _finish(conn: Connection, user_id: str, *, to_sealed: bool) -> bool:
 
 
 def _convert_owner(
-    engine: Engine,
+    db: Database,
     user_id: str,
     *,
     to_sealed: bool,
@@ -85,8 +85,7 @@ def _convert_owner(
     for spec in seal_existing.tables():
         after = ""
         while True:
-            ids, _changed = writing(
-                engine,
+            ids, _changed = db.writing(
                 partial(
                     _batch,
                     user_id=user_id,
@@ -107,7 +106,7 @@ def _convert_owner(
 
 
 def convert(
-    engine: Engine,
+    db: Database,
     *,
     to_sealed: bool,
     batch: int = BATCH,
@@ -117,55 +116,55 @@ def convert(
     """Seal every plain row (to_sealed) or open every sealed one, owner by owner and table by
     table (store/sealed.py), in batches of one transaction; returns the owners whose rows could
     not all be converted (their keys are kept)."""
-    if data_keys.keyring_of(engine) is None:
+    if db.keyring is None:
         raise crypto.KeyProblem("a master key is needed (MEMORY_BANK_MASTER_KEY_FILE)")
-    with reading(engine) as conn:
+    with db.reading() as conn:
         users = seal_existing.users_with_rows(conn) if to_sealed else data_keys.owners(conn)
     unfinished = []
     for user_id in users:
-        if not writing(engine, partial(_begin, user_id=user_id, to_sealed=to_sealed)):
+        if not db.writing(partial(_begin, user_id=user_id, to_sealed=to_sealed)):
             continue
         _convert_owner(
-            engine, user_id, to_sealed=to_sealed, batch=batch, pause=pause, progress=progress
+            db, user_id, to_sealed=to_sealed, batch=batch, pause=pause, progress=progress
         )
-        if not writing(engine, partial(_finish, user_id=user_id, to_sealed=to_sealed)):
+        if not db.writing(partial(_finish, user_id=user_id, to_sealed=to_sealed)):
             log.warning("user %s still has rows to convert: run again", user_id)
             unfinished.append(user_id)
     if not to_sealed and not unfinished:
-        with engine.begin() as conn:
+        with db.engine.begin() as conn:
             if not data_keys.owners(conn):
                 data_keys.record_master(conn, None)
     return unfinished
 
 
-def compact(engine: Engine) -> bool:
+def compact(db: Database) -> bool:
     """Rewrite a SQLite file so the pages a conversion freed keep no old text; False when it
     could not (another process holds the file) or the engine is not SQLite."""
-    return seal_existing.compact(engine)
+    return seal_existing.compact(db.engine)
 
 
 def rotate_master(
-    engine: Engine,
+    db: Database,
     old: crypto.MasterKey,
     new: crypto.MasterKey,
     progress: Progress | None = None,
 ) -> int:
     """Re-wrap every data key not yet under the new master key, one owner per transaction;
     memory rows are untouched. Returns how many were re-wrapped."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         todo = data_keys.owners(conn, master_id=new.fingerprint)
     done = 0
     for user_id in todo:
-        if writing(engine, partial(data_keys.rewrap, user_id=user_id, old=old, new=new)):
+        if db.writing(partial(data_keys.rewrap, user_id=user_id, old=old, new=new)):
             done += 1
         if progress is not None:
             progress(1)
-    with engine.begin() as conn:
+    with db.engine.begin() as conn:
         data_keys.record_master(conn, new)
     return done
 
 
-def pending_rotation(engine: Engine, new: crypto.MasterKey) -> int:
+def pending_rotation(db: Database, new: crypto.MasterKey) -> int:
     """How many data keys are not yet wrapped by the new master key."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return len(data_keys.owners(conn, master_id=new.fingerprint))

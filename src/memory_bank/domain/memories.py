@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, org_log, similar
@@ -20,7 +20,7 @@ from memory_bank.search.document import postings_of
 from memory_bank.search.merge import merged
 from memory_bank.store import data_keys, drafts, postings
 from memory_bank.store import memories as store
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 
 log = logging.getLogger("memory_bank.memories")
 NOT_FOUND = "No memory with this id."
@@ -58,7 +58,7 @@ def _trimmed(value: str | None) -> str | None:
 
 
 def save(
-    engine: Engine,
+    db: Database,
     principal: Principal,
     body: dict[str, Any],
     max_memories: int = 0,
@@ -89,11 +89,11 @@ def save(
         )
         return row, True
 
-    row, created = writing(engine, work, batched=True)
+    row, created = db.writing(work, batched=True)
     if not created:
         return shape(row), None
     # Read after the commit, outside the write: the hint never holds a write lock.
-    alike = _hints_after_commit(engine, owner.user_id, row.id, content) if hints else []
+    alike = _hints_after_commit(db, owner.user_id, row.id, content) if hints else []
     if not acl.may_read(principal):
         # A key that may only write learns nothing of what else is kept: ids and scores.
         alike = [{"id": hint["id"], "score": hint["score"]} for hint in alike]
@@ -101,7 +101,7 @@ def save(
 
 
 def _hints_after_commit(
-    engine: Engine, owner: str, memory_id: str, content: str
+    db: Database, owner: str, memory_id: str, content: str
 ) -> list[dict[str, Any]]:
     """The similar-memory hints for a committed save, or none when they cannot be had.
 
@@ -109,7 +109,7 @@ def _hints_after_commit(
     client would retry into a duplicate. It is logged (by type, never with content).
     """
     try:
-        return similar.hints(engine, owner, memory_id, content)
+        return similar.hints(db, owner, memory_id, content)
     except Exception as exc:
         log.warning("similar-memory hints failed after a save: %s", type(exc).__name__)
         return []
@@ -139,12 +139,12 @@ def check_quota(conn: Connection, user_id: str, max_memories: int) -> None:
         )
 
 
-def fetch(engine: Engine, principal: Principal, memory_id: str) -> dict[str, Any]:
+def fetch(db: Database, principal: Principal, memory_id: str) -> dict[str, Any]:
     """One of the memories the principal reads (its own, its org's), or 404 (also for other
     users' and other orgs' ids)."""
     if not is_id(memory_id, "mem"):
         raise MemoryNotFound(NOT_FOUND, field="id")
-    with reading(engine) as conn:
+    with db.reading() as conn:
         for owner in acl.readable_owners(principal):
             found = store.get_memories(conn, owner, [memory_id])
             if memory_id in found:
@@ -153,7 +153,7 @@ def fetch(engine: Engine, principal: Principal, memory_id: str) -> dict[str, Any
 
 
 def remove(
-    engine: Engine,
+    db: Database,
     principal: Principal,
     memory_id: str,
     check_match: Callable[[int], None] | None = None,
@@ -184,16 +184,16 @@ def remove(
             for owner in readable
         )
 
-    if not writing(engine, work):
+    if not db.writing(work):
         raise MemoryNotFound(NOT_FOUND, field="id")
 
 
-def sweep_tombstones(engine: Engine) -> int:
+def sweep_tombstones(db: Database) -> int:
     """Forget every user's tombstones past their day (start-up, `memory-bank drafts purge`)."""
     before = utcnow() - TOMBSTONE_KEPT
-    with reading(engine) as conn:
+    with db.reading() as conn:
         users = store.users_with_tombstones_before(conn, before)
-    return sum(writing(engine, _tombstone_purger(user_id, before)) for user_id in users)
+    return sum(db.writing(_tombstone_purger(user_id, before)) for user_id in users)
 
 
 def _tombstone_purger(user_id: str, before: datetime) -> Callable[[Connection], int]:
@@ -202,7 +202,7 @@ def _tombstone_purger(user_id: str, before: datetime) -> Callable[[Connection], 
 
 
 def page(
-    engine: Engine,
+    db: Database,
     secret: bytes,
     principal: Principal,
     limit: int,
@@ -213,7 +213,7 @@ def page(
     with the next cursor."""
     before_id = cursor.decode(secret, principal.user_id, "memories", after) if after else None
     rows: list[store.MemoryRow] = []
-    with reading(engine) as conn:
+    with db.reading() as conn:
         for owner in acl.readable_owners(principal, scope):
             rows += store.list_memories(conn, owner, limit + 1, before_id)
     # Ids sort by creation time, so the owners' pages merge into one newest-first page.
@@ -227,7 +227,7 @@ def page(
 
 
 def find(
-    engine: Engine,
+    db: Database,
     principal: Principal,
     query: str,
     limit: int,
@@ -248,7 +248,7 @@ def find(
     # provider's network wait both release the GIL), so hybrid costs about the larger of the
     # two, not their sum.
     pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
-    with reading(engine) as conn:
+    with db.reading() as conn:
         owners = acl.readable_owners(principal, scope)
         rankings = _candidates(conn, owners, query, limit) if wanted == "hybrid" and pending else {}
         query_vector = pending() if pending is not None else None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor
 from memory_bank.ids import iso, utcnow
 from memory_bank.store import org_audit, owners
-from memory_bank.store.engine import reading
+from memory_bank.store.database import Database
 
 CREATED = org_audit.CREATED
 DELETED = org_audit.DELETED
@@ -36,14 +36,14 @@ def record(
 
 
 def page(
-    engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
+    db: Database, secret: bytes, principal: Principal, limit: int, after: str | None
 ) -> dict[str, Any]:
     """One page of the principal's org audit log, newest first (org:admin only)."""
     org_id = acl.check_audit(principal)
     # Bound to the org as well as the user: a cursor from another org's log is refused.
     listing = f"org-audit|{org_id}"
     before_id = cursor.decode(secret, principal.user_id, listing, after) if after else None
-    with reading(engine) as conn:
+    with db.reading() as conn:
         rows = org_audit.page(conn, org_id, limit + 1, before_id)
     more = len(rows) > limit
     rows = rows[:limit]

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Engine
 
 from memory_bank.search.document import index_version, postings_of
 from memory_bank.store import data_keys, memories, postings, service_state
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 from memory_bank.store.migrate import migrate
 
 log = logging.getLogger("memory_bank.search")
@@ -19,26 +19,28 @@ STATE_NAME = "search_index_version"
 BATCH = 500
 
 
-def prepare(engine: Engine, keys: Callable[[Engine], object] | None = None) -> str:
-    """Migrate the schema, then rebuild the index if an older analyzer made it; the revision.
+def prepare(engine: Engine, database: Callable[[Engine], Database] = Database) -> Database:
+    """Migrate the schema, make the Database, then rebuild the index if an older analyzer made
+    it; the Database.
 
     Postings made by an older analyzer would silently miss matches, so they are rebuilt under
     the migration lock, by exactly one of the processes starting (see docs/search.md).
-    keys(engine) checks and installs the master key first (store/data_keys.open_keyring), so
-    a rebuild reads sealed rows and writes hashed terms.
+    database(engine) checks the master key first (store/data_keys.open_keyring) and makes the
+    Database with it, so a rebuild reads sealed rows and writes hashed terms.
     """
+    made: list[Database] = []
 
     def then(ready: Engine) -> None:
-        if keys is not None:
-            keys(ready)
-        ensure_current(ready)
+        made.append(database(ready))
+        ensure_current(made[0])
 
-    return migrate(engine, then=then)
+    migrate(engine, then=then)
+    return made[0]
 
 
-def stored_version(engine: Engine) -> str | None:
+def stored_version(db: Database) -> str | None:
     """The index version recorded in the database (None when never recorded)."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return service_state.get(conn, STATE_NAME)
 
 
@@ -47,15 +49,15 @@ def record_version(conn: Connection) -> None:
     service_state.put(conn, STATE_NAME, index_version())
 
 
-def count_memories(engine: Engine, user_id: str | None = None) -> int:
+def count_memories(db: Database, user_id: str | None = None) -> int:
     """How many memories a rebuild will read."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return memories.count(conn, user_id) if user_id is not None else memories.count_all(conn)
 
 
-def _users(engine: Engine) -> list[str]:
+def _users(db: Database) -> list[str]:
     """Every user that has memories or index statistics."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return sorted(set(memories.owners(conn)) | set(postings.owners(conn)))
 
 
@@ -75,7 +77,7 @@ def _recount(conn: Connection, user_id: str) -> None:
 
 
 def rebuild(
-    engine: Engine,
+    db: Database,
     user_id: str | None = None,
     batch: int = BATCH,
     progress: Callable[[int], None] | None = None,
@@ -86,10 +88,10 @@ def rebuild(
     meanwhile see every memory indexed exactly once (by the old or the new analyzer).
     """
     done = 0
-    for user in [user_id] if user_id is not None else _users(engine):
+    for user in [user_id] if user_id is not None else _users(db):
         after = ""
         while True:
-            ids = writing(engine, partial(_reindex_batch, user_id=user, after=after, size=batch))
+            ids = db.writing(partial(_reindex_batch, user_id=user, after=after, size=batch))
             if not ids:
                 break
             after = ids[-1]
@@ -97,25 +99,25 @@ def rebuild(
             if progress is not None:
                 progress(len(ids))
         # Postings of memories deleted meanwhile are removed by their delete; recount at the end.
-        writing(engine, partial(_recount, user_id=user))
+        db.writing(partial(_recount, user_id=user))
     if user_id is None:
-        writing(engine, record_version)
+        db.writing(record_version)
     return done
 
 
-def ensure_current(engine: Engine) -> bool:
+def ensure_current(db: Database) -> bool:
     """Rebuild the whole index when it was made by another analyzer; True when it rebuilt."""
-    found = stored_version(engine)
+    found = stored_version(db)
     if found == index_version():
         return False
-    if count_memories(engine) == 0:
-        writing(engine, record_version)
+    if count_memories(db) == 0:
+        db.writing(record_version)
         return False
     log.warning(
         "search index was built by %s, this code uses %s: rebuilding it now",
         found or "an older version",
         index_version(),
     )
-    total = rebuild(engine)
+    total = rebuild(db)
     log.warning("search index rebuilt: %d memories", total)
     return True

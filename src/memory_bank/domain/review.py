@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, edits, org_log
@@ -25,7 +25,7 @@ from memory_bank.settings import Settings
 from memory_bank.store import drafts as store
 from memory_bank.store import memories as memory_store
 from memory_bank.store import user_settings
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 from memory_bank.store.user_settings import UserSettings
 
 REVIEW_SCOPE = "memory:review"
@@ -46,7 +46,7 @@ def needs_review(
 
 
 def submit(
-    engine: Engine, settings: Settings, principal: Principal, body: dict[str, Any]
+    db: Database, settings: Settings, principal: Principal, body: dict[str, Any]
 ) -> dict[str, Any]:
     """Store a save as a pending draft; returns the DraftEnvelope."""
     content, tags, contexts = parse_new_memory(body)
@@ -64,12 +64,12 @@ def submit(
         org_log.record(conn, principal, owner.user_id, org_log.DRAFTED, draft_id=row.id)
         return row
 
-    row = writing(engine, work)
+    row = db.writing(work)
     return {"status": "pending_review", "message": SAVED_FOR_REVIEW, "draft": shape_draft(row)}
 
 
 def submit_edit(
-    engine: Engine,
+    db: Database,
     settings: Settings,
     principal: Principal,
     memory_id: str,
@@ -78,7 +78,7 @@ def submit_edit(
 ) -> dict[str, Any]:
     """Store an edit as a pending draft of the memory's next state (DraftEnvelope), or, when
     it changes nothing, answer {"memory": ...} as an edit would."""
-    current, edited = edits.proposed(engine, principal, memory_id, body, if_match)
+    current, edited = edits.proposed(db, principal, memory_id, body, if_match)
     if edited is None:
         return {"memory": shape(current)}
     now = utcnow()
@@ -112,15 +112,15 @@ def submit_edit(
         )
         return row
 
-    row = writing(engine, work)
+    row = db.writing(work)
     return {"status": "pending_review", "message": EDIT_FOR_REVIEW, "draft": shape_draft(row)}
 
 
-def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]:
+def fetch(db: Database, principal: Principal, draft_id: str) -> dict[str, Any]:
     """A live draft the principal may see (its own; its org's it created or reviews), or 404
     (also once confirmed, rejected or expired)."""
     _check_id(draft_id)
-    with reading(engine) as conn:
+    with db.reading() as conn:
         row = _visible_draft(conn, principal, draft_id, utcnow())
     if row is None:
         raise DraftNotFound(
@@ -131,14 +131,14 @@ def fetch(engine: Engine, principal: Principal, draft_id: str) -> dict[str, Any]
 
 
 def page(
-    engine: Engine, secret: bytes, principal: Principal, limit: int, after: str | None
+    db: Database, secret: bytes, principal: Principal, limit: int, after: str | None
 ) -> dict[str, Any]:
     """One page of the principal's review queue, its org's drafts included, newest first
     (expired drafts are not shown)."""
     before_id = cursor.decode(secret, principal.user_id, "drafts", after) if after else None
     now = utcnow()
     rows: list[store.DraftRow] = []
-    with reading(engine) as conn:
+    with db.reading() as conn:
         for owner in acl.draft_owners(principal):
             found = store.list_drafts(conn, owner, now, limit + 1, before_id)
             rows += [r for r in found if acl.may_see_draft(principal, owner, r.created_by)]
@@ -150,7 +150,7 @@ def page(
 
 
 def confirm(
-    engine: Engine,
+    db: Database,
     principal: Principal,
     draft_id: str,
     changes: dict[str, Any] | None,
@@ -199,7 +199,7 @@ def confirm(
         )
         return memory, True
 
-    memory, created = writing(engine, work, batched=True)
+    memory, created = db.writing(work, batched=True)
     return shape(memory), created
 
 
@@ -235,7 +235,7 @@ def _confirm_edit(
     return memory
 
 
-def reject(engine: Engine, principal: Principal, draft_id: str) -> None:
+def reject(db: Database, principal: Principal, draft_id: str) -> None:
     """Discard a draft; only the audit row (no content) remains."""
     _check_id(draft_id)
     now = utcnow()
@@ -249,7 +249,7 @@ def reject(engine: Engine, principal: Principal, draft_id: str) -> None:
         store.audit(conn, draft.user_id, draft_id, store.REJECTED, _actor(principal), now)
         org_log.record(conn, principal, draft.user_id, org_log.REJECTED, draft_id=draft_id)
 
-    writing(engine, work)
+    db.writing(work)
 
 
 def _visible_draft(
@@ -263,14 +263,14 @@ def _visible_draft(
     return None
 
 
-def sweep(engine: Engine) -> int:
+def sweep(db: Database) -> int:
     """Purge every user's expired drafts (start-up and `memory-bank drafts purge`)."""
     now = utcnow()
-    with reading(engine) as conn:
+    with db.reading() as conn:
         users = store.users_with_expired(conn, now)
     purged = 0
     for user_id in users:
-        purged += writing(engine, _purger(user_id, now))
+        purged += db.writing(_purger(user_id, now))
     return purged
 
 
@@ -279,20 +279,19 @@ def _purger(user_id: str, now: datetime) -> Callable[[Connection], int]:
     return lambda conn: store.purge_expired(conn, user_id, now)
 
 
-def settings_view(engine: Engine, settings: Settings, principal: Principal) -> dict[str, Any]:
+def settings_view(db: Database, settings: Settings, principal: Principal) -> dict[str, Any]:
     """The caller's review settings and what is in effect for them."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         mine = user_settings.get(conn, principal.user_id)
     return _settings_body(settings, mine.review_required)
 
 
 def change_settings(
-    engine: Engine, settings: Settings, principal: Principal, body: dict[str, Any]
+    db: Database, settings: Settings, principal: Principal, body: dict[str, Any]
 ) -> dict[str, Any]:
     """Change the caller's own review opt-in."""
     wanted = body.get("review_required")
-    changed = writing(
-        engine,
+    changed = db.writing(
         lambda conn: user_settings.change(conn, principal.user_id, review_required=wanted),
     )
     return _settings_body(settings, changed.review_required)

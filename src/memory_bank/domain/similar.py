@@ -11,12 +11,12 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank.search import index as search_index
 from memory_bank.store import data_keys
 from memory_bank.store import memories as store
-from memory_bank.store.engine import reading
+from memory_bank.store.database import Database
 
 THRESHOLD = 0.30
 SHOWN = 3
@@ -48,9 +48,9 @@ def duplicate_of(conn: Connection, owner: str, content: str) -> store.MemoryRow 
     )
 
 
-def hints(engine: Engine, owner: str, memory_id: str, content: str) -> list[dict[str, Any]]:
+def hints(db: Database, owner: str, memory_id: str, content: str) -> list[dict[str, Any]]:
     """Up to SHOWN of the owner's other memories alike enough to this new one, most alike first."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         found = ranked(conn, owner, content, CANDIDATES)
         if not found:
             return []

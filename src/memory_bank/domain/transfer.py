@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from memory_bank.domain.memories import shape
 from memory_bank.ids import iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.store import data_keys, transfer
 from memory_bank.store import memories as store
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 
 # The first line of every export names its format and version; import reads no other.
 FORMAT = "memory-bank-export"
@@ -28,7 +28,7 @@ def header(user_id: str) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "user_id": user_id, "exported_at": iso(utcnow())}
 
 
-def export_lines(engine: Engine, user_id: str) -> Iterator[str]:
+def export_lines(db: Database, user_id: str) -> Iterator[str]:
     """The user's export as ndjson lines: the header, then one memory per line, newest first.
 
     Read a page per transaction, so a large export neither holds one long read open nor
@@ -37,7 +37,7 @@ def export_lines(engine: Engine, user_id: str) -> Iterator[str]:
     yield json.dumps(header(user_id), ensure_ascii=False) + "\n"
     before: str | None = None
     while True:
-        with reading(engine) as conn:
+        with db.reading() as conn:
             rows = store.list_memories(conn, user_id, PAGE, before)
         for row in rows:
             yield json.dumps(shape(row), ensure_ascii=False) + "\n"
@@ -71,11 +71,11 @@ class Plan:
     problems: list[tuple[int, str]] = field(default_factory=list)
 
 
-def plan(engine: Engine, user_id: str, lines: Sequence[tuple[int, Restored]]) -> Plan:
+def plan(db: Database, user_id: str, lines: Sequence[tuple[int, Restored]]) -> Plan:
     """Sort checked lines into new, already imported (this user's ids) and colliding: a memory
     id of another user or seen on an earlier line, a context id stored already (whoever owns
     it) or seen earlier. What it passes can be written without breaking a key."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         owners = transfer.existing_ids(conn, [m.id for _, m in lines])
         contexts = transfer.existing_context_ids(
             conn, [cid for _, m in lines for cid in m.context_ids]
@@ -124,7 +124,7 @@ def _context_problem(m: Restored, stored: dict[str, str], seen: dict[str, int]) 
 
 
 def restore(
-    engine: Engine,
+    db: Database,
     user_id: str,
     memories: Sequence[Restored],
     progress: Callable[[int], None] = lambda done: None,
@@ -158,25 +158,25 @@ def restore(
                 progress(done)
         return written
 
-    return writing(engine, work)
+    return db.writing(work)
 
 
-def erase(engine: Engine, user_id: str) -> dict[str, int]:
+def erase(db: Database, user_id: str) -> dict[str, int]:
     """Erase a user: their data key first, in its own transaction (crypto-shredding: from then
     on no copy of their sealed rows can be read), then every row of theirs in every table."""
-    shredded = writing(engine, lambda conn: data_keys.destroy(conn, user_id))
-    done = writing(engine, lambda conn: transfer.erase_rows(conn, user_id))
+    shredded = db.writing(lambda conn: data_keys.destroy(conn, user_id))
+    done = db.writing(lambda conn: transfer.erase_rows(conn, user_id))
     done["owner_key"] = int(shredded) + done.get("owner_key", 0)
     return done
 
 
-def kept_for_orgs(engine: Engine, user_id: str) -> dict[str, int]:
+def kept_for_orgs(db: Database, user_id: str) -> dict[str, int]:
     """What the user wrote that erase keeps because it is an org's (memories, drafts, audit)."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return transfer.org_rows_written_by(conn, user_id)
 
 
-def remaining(engine: Engine, user_id: str) -> dict[str, int]:
+def remaining(db: Database, user_id: str) -> dict[str, int]:
     """The user's rows left in each table (all zero after erase)."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return transfer.count_rows(conn, user_id)

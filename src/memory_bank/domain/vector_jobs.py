@@ -9,13 +9,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from memory_bank.domain.semantic import Semantic
 from memory_bank.search.embeddings import embed_text
 from memory_bank.store import memories, vectors
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 
 log = logging.getLogger("memory_bank.embeddings")
 
@@ -25,24 +25,24 @@ POLL_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 30.0
 
 
-def drain_once(engine: Engine, semantic: Semantic, size: int = BATCH) -> int:
+def drain_once(db: Database, semantic: Semantic, size: int = BATCH) -> int:
     """Embed the oldest queued memories (up to size): per owner, the vectors and the removal of
     the jobs they answer commit together, so a worker killed at any point loses no job.
     Returns how many jobs were settled."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         jobs = vectors.next_jobs(conn, size)
     by_owner: dict[str, list[vectors.Job]] = defaultdict(list)
     for job in jobs:
         by_owner[job.user_id].append(job)
     settled = 0
     for owner, owned in by_owner.items():
-        with reading(engine) as conn:
+        with db.reading() as conn:
             found = memories.documents_by_id(conn, owner, list({j.memory_id for j in owned}))
         raw = _embed(semantic, found)
         dim = len(next(iter(raw.values()))) // 4 if raw else 0
         done = [j.id for j in owned]
         try:
-            writing(engine, _storer(owner, semantic.model, raw, dim, done))
+            db.writing(_storer(owner, semantic.model, raw, dim, done))
         except IntegrityError:
             # Another process wrote these vectors first; its own transaction drops the jobs.
             continue
@@ -84,26 +84,26 @@ def _queuer(owner: str, ids: list[str]) -> Callable[[Connection], None]:
     return lambda conn: vectors.queue(conn, owner, ids)
 
 
-def pending(engine: Engine) -> int:
+def pending(db: Database) -> int:
     """The backlog over every owner (for /readyz)."""
-    with reading(engine) as conn:
+    with db.reading() as conn:
         return vectors.pending(conn)
 
 
-def queue_missing(engine: Engine, model: str, owners: list[str] | None = None) -> Iterator[int]:
+def queue_missing(db: Database, model: str, owners: list[str] | None = None) -> Iterator[int]:
     """Queue every memory (of these owners, or everyone's) that has no vector of this model;
     yields how many were queued per batch (one transaction each)."""
     if owners is None:
-        with reading(engine) as conn:
+        with db.reading() as conn:
             owners = vectors.owners(conn)
     for owner in owners:
         after = ""
         while True:
-            with reading(engine) as conn:
+            with db.reading() as conn:
                 ids = vectors.unembedded(conn, owner, model, after, 500)
             if not ids:
                 break
-            writing(engine, _queuer(owner, ids))
+            db.writing(_queuer(owner, ids))
             after = ids[-1]
             yield len(ids)
 
@@ -111,8 +111,8 @@ def queue_missing(engine: Engine, model: str, owners: list[str] | None = None) -
 class Worker:
     """Drains the outbox in a background thread while the app serves."""
 
-    def __init__(self, engine: Engine, semantic: Semantic) -> None:
-        self.engine = engine
+    def __init__(self, db: Database, semantic: Semantic) -> None:
+        self.db = db
         self.semantic = semantic
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="embedding-worker", daemon=True)
@@ -122,7 +122,7 @@ class Worker:
         backoff = POLL_SECONDS
         while not self._stop.is_set():
             try:
-                settled = drain_once(self.engine, self.semantic)
+                settled = drain_once(self.db, self.semantic)
             except Exception as exc:  # the provider or the database is away: wait, retry
                 self.semantic.trouble(
                     f"failed while embedding saved memories ({type(exc).__name__})"
@@ -149,12 +149,12 @@ class Worker:
 
 
 @contextmanager
-def running(engine: Engine, semantic: Semantic | None) -> Iterator[None]:
+def running(db: Database, semantic: Semantic | None) -> Iterator[None]:
     """A worker draining the outbox for as long as the block runs (nothing when off)."""
     if semantic is None:
         yield
         return
-    worker = Worker(engine, semantic)
+    worker = Worker(db, semantic)
     worker.start()
     try:
         yield

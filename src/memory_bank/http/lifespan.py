@@ -42,9 +42,9 @@ class BackgroundWorkMiddleware:
         # The lifespan lasts as long as the app serves: SQLite's checkpoints and the embedding
         # worker (when semantic search is on) run beside it.
         with (
-            checkpoint.in_background(self.state.engine),
+            checkpoint.in_background(self.state.db.engine),
             vector_jobs.running(
-                self.state.engine,
+                self.state.db,
                 self.state.semantic if self.state.settings.embeddings_worker else None,
             ),
         ):

@@ -73,7 +73,7 @@ def admitted(
     limiter.before_lookup(client, token)
     try:
         return identify(
-            state.auth_engine,
+            state.db.auth,
             state.settings,
             token,
             requirement,

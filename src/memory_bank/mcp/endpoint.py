@@ -44,11 +44,18 @@ _scopes: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
 
 
 class McpMiddleware:
-    """Serve /mcp and the protected-resource metadata; pass everything else on."""
+    """Serve /mcp and the protected-resource metadata; pass everything else on.
 
-    def __init__(self, app: ASGIApp, state: AppState) -> None:
+    loopback is the whole app, outermost middleware included: a tool call becomes the REST
+    request its manifest binding describes and travels the same road as one from outside
+    (host check, body cap, logs, rate limits, the bearer hook, validation), so MCP can never
+    skip a check that REST makes.
+    """
+
+    def __init__(self, app: ASGIApp, state: AppState, loopback: ASGIApp) -> None:
         self.app = app
         self.state = state
+        self.loopback = loopback
         self.origins = transport.allowed_origins(state.settings)
         self.manager: StreamableHTTPSessionManager | None = None
         self._server: Any = None
@@ -88,9 +95,10 @@ class McpMiddleware:
     def _mcp_server(self) -> Any:
         """The MCP server over this app, calling its REST API in-process."""
         if self._server is None:
-            app = self.state.extras["connexion_app"]
             client = httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app), base_url=IN_PROCESS_BASE, timeout=60
+                transport=httpx.ASGITransport(app=self.loopback),
+                base_url=IN_PROCESS_BASE,
+                timeout=60,
             )
             executor = Executor(client, _credential.get)
             tools = manifest_module.load()

@@ -87,9 +87,9 @@ def _session(
     state = app_state.state_of(app)
     try:
         if key:
-            scopes = check_key(state.engine, key)
+            scopes = check_key(state.db, key)
         else:
-            key, scopes = local_key(state.engine, state.secret)
+            key, scopes = local_key(state.db, state.secret)
         # One log line per tool call's inner request is noise in a host's server log.
         logging.getLogger("httpx").setLevel(logging.WARNING)
         transport = httpx.ASGITransport(app=app)

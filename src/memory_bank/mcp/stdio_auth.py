@@ -18,14 +18,14 @@ from functools import partial
 
 import httpx
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from memory_bank import auth
 from memory_bank.errors import ApiError, Unauthorized
 from memory_bank.ids import utcnow
 from memory_bank.store import keys
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.database import Database
 
 LOCAL_USER = "local"
 LOCAL_SCOPES = ("mcp:read", "mcp:write")
@@ -49,10 +49,10 @@ class CannotStart(Exception):
         self.unreachable = unreachable
 
 
-def check_key(engine: Engine, token: str) -> tuple[str, ...]:
+def check_key(db: Database, token: str) -> tuple[str, ...]:
     """The scopes of a key for this database, or CannotStart saying why it cannot be used."""
     try:
-        with reading(engine) as conn:
+        with db.reading() as conn:
             principal = auth.authenticate(conn, token)
     except Unauthorized as exc:
         raise CannotStart(f"MEMORY_BANK_MCP_KEY is refused: {exc.reason} {KEY_HELP}") from None
@@ -66,20 +66,20 @@ def check_key(engine: Engine, token: str) -> tuple[str, ...]:
     return principal.scopes
 
 
-def local_key(engine: Engine, signing_secret: bytes) -> tuple[str, tuple[str, ...]]:
+def local_key(db: Database, signing_secret: bytes) -> tuple[str, tuple[str, ...]]:
     """The local user's own key and its scopes: created once, then found by every session.
 
     If someone revoked it (or it expired), the next one in line is derived and created."""
     for generation in range(_GENERATIONS):
         secret = keys.KEY_PREFIX + _derive(signing_secret, generation)
-        with reading(engine) as conn:
+        with db.reading() as conn:
             record = keys.find_key(conn, secret)
         if record is None:
             try:
-                record = writing(engine, partial(_create, secret=secret))
+                record = db.writing(partial(_create, secret=secret))
             except IntegrityError:
                 # Another session created it at the same moment: it is there now.
-                with reading(engine) as conn:
+                with db.reading() as conn:
                     record = keys.find_key(conn, secret)
         if record is not None and record.usable(utcnow()):
             return secret, record.scopes

@@ -3,25 +3,25 @@ included."""
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table
+from sqlalchemy import Connection, Table
+from sqlalchemy.pool import PoolProxiedConnection
 
 from memory_bank.store import direct_read
 from memory_bank.store.direct_read import reraise
 
 # The client flag that lets one query carry several statements (the same bit in PyMySQL and
 # mysqlclient). make_engine(multi_statements=True) sets it, for the pool that runs saves only
-# (store.engine.batch_engine): every other connection refuses a stacked statement, so a
+# (store.database.Database.saves): every other connection refuses a stacked statement, so a
 # future injection bug anywhere else cannot append one.
 MULTI_STATEMENTS = 1 << 16
 DRIVERS = direct_read.DRIVERS
 
-# The engines whose connections carry the flag (make_engine registers them).
-_enabled: weakref.WeakSet[Engine] = weakref.WeakSet()
+# Set in a pooled connection's info while a batch has committed its transaction (execute).
+_COMMITTED = "memory_bank_batch_committed"
 
 
 @dataclass(frozen=True)
@@ -32,14 +32,16 @@ class Statement:
     params: tuple[Any, ...]
 
 
-def enable(engine: Engine) -> None:
-    """Mark an engine whose connections were opened with MULTI_STATEMENTS."""
-    _enabled.add(engine)
-
-
 def supported(conn: Connection) -> bool:
-    """Whether this connection sends batches in one round trip (a batch pool's connection)."""
-    return conn.engine in _enabled
+    """Whether this connection sends batches in one round trip (one opened with the flag).
+
+    Read from the connection's own URL, which make_engine gives the flag only for a pool that
+    batches and strips it from every other.
+    """
+    if conn.dialect.driver not in DRIVERS:
+        return False
+    flags = int(str(conn.engine.url.query.get("client_flag", 0)))
+    return bool(flags & MULTI_STATEMENTS)
 
 
 def insert(table: Table, rows: Sequence[Mapping[str, Any]]) -> Statement:
@@ -53,10 +55,6 @@ def insert(table: Table, rows: Sequence[Mapping[str, Any]]) -> Statement:
 
 
 COMMIT = Statement("COMMIT", ())
-
-# DBAPI connections whose transaction a batch has just committed: SQLAlchemy's own commit of
-# that transaction then sends nothing (make_engine() installs skip_commit_after_batch()).
-_committed: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def execute(
@@ -95,7 +93,9 @@ def execute(
     if len(counts) != len(statements):
         raise RuntimeError(f"batch ran {len(counts)} of {len(statements)} statements")
     if commit:
-        _committed.add(dbapi_conn)
+        # SQLAlchemy's own commit of this transaction then sends nothing
+        # (skip_commit_after_batch, which make_engine installs on the batch pool's dialect).
+        conn.connection.info[_COMMITTED] = True
         return counts[:-1]
     return counts
 
@@ -110,14 +110,23 @@ def skip_commit_after_batch(dialect: Any) -> None:
     commit, rollback = dialect.do_commit, dialect.do_rollback
 
     def do_commit(dbapi_connection: Any) -> None:
-        raw = getattr(dbapi_connection, "dbapi_connection", dbapi_connection)
-        if raw in _committed:
-            _committed.discard(raw)
+        if _marks(dbapi_connection).pop(_COMMITTED, False):
             return
         commit(dbapi_connection)
 
     def do_rollback(dbapi_connection: Any) -> None:
-        _committed.discard(getattr(dbapi_connection, "dbapi_connection", dbapi_connection))
+        _marks(dbapi_connection).pop(_COMMITTED, None)
         rollback(dbapi_connection)
 
     dialect.do_commit, dialect.do_rollback = do_commit, do_rollback
+
+
+def _marks(dbapi_connection: Any) -> dict[Any, Any]:
+    """The info dict of the pooled connection SQLAlchemy passes to the dialect (empty for a
+    bare DBAPI connection or the first connect's ad-hoc one, which no batch has marked)."""
+    if not isinstance(dbapi_connection, PoolProxiedConnection):
+        return {}
+    try:
+        return dbapi_connection.info
+    except NotImplementedError:
+        return {}

@@ -1,8 +1,8 @@
 """Owners' data keys in the database, the process's cache of unwrapped ones, and the sealer a
 statement uses to seal and open one owner's rows.
 
-An engine with a master key installed (install()) seals every user-text column it writes;
-without one nothing is sealed, and start-up (check_master) refuses a database that holds
+A connection from a Database with a keyring (store/database.py) seals every user-text column
+it writes; without one nothing is sealed, and start-up (check_master) refuses a database that holds
 sealed data. Every statement on owner_key filters by user_id, except the operator's
 maintenance reads named as such.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -21,8 +20,8 @@ from sqlalchemy.exc import IntegrityError
 from memory_bank.errors import InternalError
 from memory_bank.ids import utcnow
 from memory_bank.settings import Settings
-from memory_bank.store import crypto, service_state
-from memory_bank.store.engine import batch_engine, reading
+from memory_bank.store import crypto, database, service_state
+from memory_bank.store.engine import reading
 from memory_bank.store.owners import is_org
 from memory_bank.store.postings import Postings
 from memory_bank.store.schema import memory, memory_draft, owner_key
@@ -165,23 +164,10 @@ class Keyring:
                 del self._cache[cache_key]
 
 
-# The keyring of each engine with encryption on (the engine's batch pool shares it).
-_keyrings: weakref.WeakKeyDictionary[Engine, Keyring] = weakref.WeakKeyDictionary()
-
-
-def install(engine: Engine, keyring: Keyring | None) -> None:
-    """Turn sealing on (a keyring) or off (None) for statements on this engine."""
-    for each in {engine, batch_engine(engine)}:
-        if keyring is None:
-            _keyrings.pop(each, None)
-        else:
-            _keyrings[each] = keyring
-
-
-def keyring_of(conn: Connection | Engine) -> Keyring | None:
-    """The keyring installed for this connection's engine, if encryption is on."""
-    engine = conn.engine if isinstance(conn, Connection) else conn
-    return _keyrings.get(engine)
+def keyring_of(conn: Connection) -> Keyring | None:
+    """The keyring of the Database that gave out this connection, if encryption is on."""
+    db = database.of(conn)
+    return db.keyring if db is not None else None
 
 
 def sealer(conn: Connection, user_id: str, *, create: bool = False) -> Sealer:
@@ -307,7 +293,7 @@ def load_master(settings: Settings) -> crypto.MasterKey | None:
 
 
 def open_keyring(engine: Engine, settings: Settings) -> Keyring | None:
-    """Check the configured master key against the database and turn sealing on with it.
+    """Check the configured master key against the database; the keyring to seal with.
 
     KeyProblem, with a message for the operator, when the key is wrong, damaged or missing
     while the database holds encrypted data: the process must not start.
@@ -315,14 +301,11 @@ def open_keyring(engine: Engine, settings: Settings) -> Keyring | None:
     master = load_master(settings)
     check_master(engine, master)
     if master is None:
-        install(engine, None)
         return None
     with engine.begin() as conn:
         if service_state.get(conn, MASTER_ID_STATE) != master.fingerprint:
             record_master(conn, master)
-    keyring = Keyring(master, settings.key_cache_size)
-    install(engine, keyring)
-    return keyring
+    return Keyring(master, settings.key_cache_size)
 
 
 def check_master(engine: Engine, master: crypto.MasterKey | None) -> None:

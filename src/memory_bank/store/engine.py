@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,7 +13,6 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.pool import QueuePool
 
 from memory_bank.errors import ServiceUnavailable
 from memory_bank.store import batch, checkpoint
@@ -35,7 +32,7 @@ def make_engine(
     autocommit=True (MySQL/MariaDB only) is for single-statement reads: each statement is its
     own transaction, so returning a connection sends no ROLLBACK (see make_auth_engine).
     multi_statements=True (MySQL/MariaDB only) is for the pool that sends a save's writes as
-    one batch (see batch_engine); no other connection may stack statements.
+    one batch (store.database.Database.saves); no other connection may stack statements.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -91,7 +88,6 @@ def make_engine(
         _ping_when_idle(engine)
         if batches and not autocommit:
             batch.skip_commit_after_batch(engine.dialect)
-            batch.enable(engine)
         return engine
     raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
 
@@ -103,46 +99,16 @@ def make_auth_engine(engine: Engine) -> Engine:
     the main pool its implicit transaction would cost a ROLLBACK round trip when the connection
     goes back (about 0.1 ms a request here, measured in docs/benchmarks.md). It runs on the
     event loop, one at a time per process, so two connections (plus two overflow) are plenty.
-    SQLite: the engine itself (its ROLLBACK is a function call). Dispose of it with
-    dispose_engines().
+    SQLite: the engine itself (its ROLLBACK is a function call).
     """
     if is_sqlite(engine):
         return engine
     return make_engine(engine.url.render_as_string(hide_password=False), 2, autocommit=True)
 
 
-# The batch pool of each engine that has one (made on first use by batch_engine).
-_batch_engines: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
-_batch_lock = threading.Lock()
-
-
-def batch_engine(engine: Engine) -> Engine:
-    """The pool whose connections send a save's writes as one batch, for engine's database.
-
-    On MySQL/MariaDB a pool of its own, the only one with MULTI_STATEMENTS, made on first use
-    with engine's size (connections open only when saves need them); engine itself elsewhere.
-    dispose_engines(engine) closes it too.
-    """
-    if is_sqlite(engine) or engine.dialect.driver not in batch.DRIVERS:
-        return engine
-    found = _batch_engines.get(engine)
-    if found is not None:
-        return found
-    with _batch_lock:
-        found = _batch_engines.get(engine)
-        if found is None:
-            size = engine.pool.size() if isinstance(engine.pool, QueuePool) else 5
-            found = make_engine(
-                engine.url.render_as_string(hide_password=False), size, multi_statements=True
-            )
-            _batch_engines[engine] = found
-    return found
-
-
 def dispose_engines(*engines: Engine) -> None:
-    """Close the pools of these engines and of their batch pools (each once)."""
-    every = [*engines, *(_batch_engines.get(e) for e in engines)]
-    for engine in dict.fromkeys(e for e in every if e is not None):
+    """Close the pools of these engines (each once)."""
+    for engine in dict.fromkeys(engines):
         engine.dispose()
 
 
@@ -213,16 +179,8 @@ def reading(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-def writing(
-    engine: Engine, work: Callable[[Connection], T], attempts: int = 3, *, batched: bool = False
-) -> T:
-    """Run work(conn) in one write transaction, retrying deadlocks; outages become 503.
-
-    batched=True runs it on the engine's batch pool (batch_engine), where a save's writes go
-    in one round trip; only the transactions that write a memory ask for it.
-    """
-    if batched:
-        engine = batch_engine(engine)
+def writing(engine: Engine, work: Callable[[Connection], T], attempts: int = 3) -> T:
+    """Run work(conn) in one write transaction, retrying deadlocks; outages become 503."""
     for attempt in range(1, attempts + 1):
         try:
             with translate_outage(), engine.connect() as conn:

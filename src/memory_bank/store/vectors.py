@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import base64
 import secrets
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, Engine, and_, delete, exists, func, insert, select
+from sqlalchemy import Connection, and_, delete, exists, func, insert, select
 from sqlalchemy.dialects import mysql, sqlite
 
 from memory_bank.ids import utcnow
-from memory_bank.store import batch, data_keys
-from memory_bank.store.engine import batch_engine, is_sqlite
+from memory_bank.store import batch, data_keys, database
+from memory_bank.store.engine import is_sqlite
 from memory_bank.store.schema import (
     embedding_job,
     memory,
@@ -25,22 +24,12 @@ from memory_bank.store.schema import (
 
 VECTOR_COLUMN = "memory_vector.vector"
 
-# The engines whose saves queue an embedding job (semantic search on; install() below).
-_queueing: weakref.WeakSet[Engine] = weakref.WeakSet()
-
-
-def install(engine: Engine, on: bool) -> None:
-    """Make saves on this engine (and its batch pool) queue embedding jobs, or stop it."""
-    for each in {engine, batch_engine(engine)}:
-        if on:
-            _queueing.add(each)
-        else:
-            _queueing.discard(each)
-
 
 def queueing(conn: Connection) -> bool:
-    """Whether a save on this connection queues an embedding job."""
-    return conn.engine in _queueing
+    """Whether a save on this connection queues an embedding job: its Database says so
+    (semantic search on)."""
+    db = database.of(conn)
+    return db is not None and db.queue_vectors
 
 
 @dataclass(frozen=True)

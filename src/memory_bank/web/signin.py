@@ -10,13 +10,13 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection, Engine, delete, insert
+from sqlalchemy import Connection, delete, insert
 from sqlalchemy.exc import IntegrityError
 
 from memory_bank.errors import Unauthorized
 from memory_bank.ids import iso, utcnow
 from memory_bank.store import keys
-from memory_bank.store.engine import writing
+from memory_bank.store.database import Database
 from memory_bank.store.schema import panel_signin_used
 
 PANEL_SOURCE = "panel"
@@ -58,7 +58,7 @@ def _claims(secret: bytes, code: str) -> tuple[str, datetime, str]:
     return str(raw["u"]), expires, str(raw["n"])
 
 
-def exchange(engine: Engine, secret: bytes, code: str, session_hours: int) -> PanelSession:
+def exchange(db: Database, secret: bytes, code: str, session_hours: int) -> PanelSession:
     """Spend a code once and create a short-lived panel key for its user."""
     user_id, expires, nonce = _claims(secret, code)
     now = utcnow()
@@ -89,7 +89,7 @@ def exchange(engine: Engine, secret: bytes, code: str, session_hours: int) -> Pa
         return secret_key
 
     try:
-        key = writing(engine, work)
+        key = db.writing(work)
     except IntegrityError:
         raise Unauthorized(
             "This sign-in link was already used; sign in with a key instead."
