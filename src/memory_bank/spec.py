@@ -1,4 +1,5 @@
-"""The OpenAPI document: where it is, loading it once, and the one walk over its operations."""
+"""The OpenAPI document: where it is, loading it once, the one walk over its operations, and the
+one walk over its schemas ($refs inlined, OpenAPI 3.0 spelled as plain JSON Schema)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -17,6 +18,24 @@ _REPO = Path(__file__).resolve().parents[2] / "openapi" / "memory-bank.yaml"
 METHODS = ("get", "put", "post", "patch", "delete")
 # libyaml's parser when PyYAML was built with it (about 10x faster on this document).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The JSON Schema a schema is written out as: 2020-12 for MCP, draft 4 as Connexion reads it.
+Draft = Literal["2020-12", "draft-04"]
+# OpenAPI 3.0 keywords with no JSON Schema meaning (or none an agent needs).
+_OPENAPI_ONLY = frozenset(
+    {"example", "xml", "externalDocs", "discriminator", "nullable", "deprecated"}
+)
+# Extensions the server's own error wording reads (http/validation.describe): every schema
+# written keeps them (mcp/portable drops them from what hosts see).
+WORDING = frozenset({"x-format", "x-other-ids"})
+# Keywords whose value is a schema or a list of schemas, and those mapping names to schemas.
+_SUBSCHEMA = frozenset(
+    {"items", "additionalItems", "additionalProperties", "not", "allOf", "anyOf", "oneOf"}
+)
+_SUBSCHEMA_MAP = frozenset({"properties", "patternProperties", "definitions", "dependencies"})
+
+
+class SpecError(ValueError):
+    """The spec cannot be read as the server needs it (a broken $ref, a name clash, a long text)."""
 
 
 @dataclass(frozen=True)
@@ -63,14 +82,22 @@ def operations(spec: dict[str, Any]) -> Iterator[Operation]:
                 yield Operation(op.get("operationId", ""), method, route, op, shared)
 
 
-def resolve(spec: dict[str, Any], node: Any) -> Any:
+def resolve(spec: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> Any:
     """A node with its local $ref (#/components/...) followed, until it is not a reference."""
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
-        target: Any = spec
-        for part in node["$ref"].removeprefix("#/").split("/"):
-            target = target[part.replace("~1", "/").replace("~0", "~")]
-        node = target
-    return node
+    ref = node.get("$ref") if isinstance(node, dict) else None
+    if ref is None:
+        return node
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        raise SpecError(f"only local $refs are supported, not {ref!r}")
+    if ref in seen:
+        raise SpecError(f"recursive $ref {ref} cannot be inlined")
+    target: Any = spec
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or part not in target:
+            raise SpecError(f"$ref {ref} does not resolve")
+        target = target[part]
+    return resolve(spec, target, (*seen, ref))
 
 
 def path_parameters(spec: dict[str, Any], template: str) -> list[dict[str, Any]]:
@@ -120,3 +147,101 @@ def spec_methods(spec: dict[str, Any], url_path: str) -> list[str]:
         if re.match(pattern, url_path):
             return sorted(m.upper() for m, op in item.items() if m in METHODS and op)
     return []
+
+
+def inline(spec: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> Any:
+    """A copy of node with every local $ref replaced by what it names; a schema that
+    refers to itself has no inlined form and is refused."""
+    if isinstance(node, list):
+        return [inline(spec, item, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return inline(spec, resolve(spec, node, seen), (*seen, node["$ref"]))
+    return {key: inline(spec, value, seen) for key, value in node.items()}
+
+
+def json_schema(spec: dict[str, Any], node: Any, draft: Draft = "2020-12") -> Any:
+    """An OpenAPI 3.0 schema as standalone JSON Schema: $refs inlined, nullable spelled as null.
+
+    "2020-12" (MCP tool schemas): OpenAPI-only keywords and extensions go (but WORDING),
+    boolean exclusive bounds become numbers, an allOf of plain objects becomes one object, and
+    a nullable schema without a type becomes anyOf it or null.
+    "draft-04" (the compiled body check, the export check): every keyword stays, and null joins
+    type and enum only, which is all Connexion's nullable relaxes.
+    """
+    return _written(inline(spec, node), draft)
+
+
+def _written(node: Any, draft: Draft) -> Any:
+    """One inlined schema node (and those below it) in the draft's spelling."""
+    if isinstance(node, list):
+        return [_written(item, draft) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if draft == "2020-12" and (
+            key in _OPENAPI_ONLY or (key.startswith("x-") and key not in WORDING)
+        ):
+            continue
+        if key in _SUBSCHEMA_MAP and isinstance(value, dict):
+            out[key] = {name: _written(sub, draft) for name, sub in value.items()}
+        elif key in _SUBSCHEMA:
+            out[key] = _written(value, draft)
+        else:
+            out[key] = value  # data (enum, default, ...): inline() made it a fresh copy
+    if draft == "2020-12":
+        out = _exclusive_bounds(node, out)
+        if "allOf" in out:
+            out = _merge_all_of(out)
+    if node.get("nullable") is True or node.get("x-nullable") is True:
+        out = _with_null(out, wrap_untyped=draft == "2020-12")
+    return out
+
+
+def _exclusive_bounds(node: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI 3.0's boolean exclusiveMinimum/Maximum -> JSON Schema's numeric form."""
+    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if node.get(exclusive) is True and bound in out:
+            out[exclusive] = out.pop(bound)
+        elif node.get(exclusive) is False:
+            out.pop(exclusive, None)
+    return out
+
+
+def _merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """Fold an allOf of plain object schemas into one object (MCP hosts read those best)."""
+    parts = schema["allOf"]
+    simple = {"type", "properties", "required", "description"}
+    if not all(
+        isinstance(p, dict) and set(p) <= simple and p.get("type") == "object" for p in parts
+    ):
+        return schema
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    merged["type"] = "object"
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for part in parts:
+        properties.update(part.get("properties", {}))
+        required.extend(r for r in part.get("required", []) if r not in required)
+    if required:
+        merged["required"] = required
+    merged["properties"] = properties
+    return merged
+
+
+def _with_null(schema: dict[str, Any], wrap_untyped: bool) -> dict[str, Any]:
+    """A schema that also accepts null: null joins its type and enum. One without a type is
+    wrapped (anyOf it or null) when wrap_untyped, else only its enum gains null."""
+    kind = schema.get("type")
+    if not isinstance(kind, str | list) and wrap_untyped:
+        return {"anyOf": [schema, {"type": "null"}]}
+    out = dict(schema)
+    if isinstance(kind, str):
+        out["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        out["type"] = [*kind, "null"]
+    if isinstance(out.get("enum"), list) and None not in out["enum"]:
+        out["enum"] = [*out["enum"], None]
+    return out

@@ -219,7 +219,34 @@ def test_nullable_becomes_a_null_type_and_enum():
     assert props["d"]["enum"] == [{"nullable": True, "type": "string"}]
 
 
-def test_schemas_with_formats_or_references_get_no_compiled_check():
+def test_schemas_with_formats_or_broken_references_get_no_compiled_check():
     assert draft4_schema({"type": "string", "format": "date-time"}) is None
     assert draft4_schema({"$ref": "#/components/schemas/X"}) is None
     assert compiled_check({"type": "object", "properties": {"t": {"format": "email"}}}) is None
+    # A format behind a reference counts too.
+    when = {"schemas": {"When": {"type": "string", "format": "date-time"}}}
+    assert draft4_schema({"$ref": "#/components/schemas/When", "components": when}) is None
+    tree = {
+        "schemas": {
+            "T": {"type": "object", "properties": {"t": {"$ref": "#/components/schemas/T"}}}
+        }
+    }
+    assert draft4_schema({"$ref": "#/components/schemas/T", "components": tree}) is None
+
+
+def test_references_are_followed_in_the_attached_components():
+    components = {"schemas": {"Tag": {"type": "string", "maxLength": 3, "nullable": True}}}
+    schema = {
+        "type": "object",
+        "properties": {"tag": {"$ref": "#/components/schemas/Tag"}},
+        "components": components,
+    }
+    converted = draft4_schema(schema)
+    assert converted is not None and "components" not in converted
+    assert converted["properties"]["tag"] == {
+        "type": ["string", "null"],
+        "maxLength": 3,
+        "nullable": True,
+    }
+    assert _compiled_accepts(schema, {"tag": None}) and _compiled_accepts(schema, {"tag": "abc"})
+    assert not _compiled_accepts(schema, {"tag": "abcd"})

@@ -222,6 +222,21 @@ def test_broken_specs_fail_loudly():
     ] = {"$ref": "#/components/schemas/Nope"}
     with pytest.raises(SpecError, match="does not resolve"):
         build_manifest(spec)
+    spec = spec_copy()
+    tags = spec["components"]["schemas"]["Tags"]
+    tags["items"] = {"$ref": "#/components/schemas/Tags"}
+    with pytest.raises(SpecError, match="recursive \\$ref #/components/schemas/Tags"):
+        build_manifest(spec)
+
+
+def test_the_error_wording_extensions_stay_server_side():
+    tool = tools_by_name()["getMemoryById"]
+    full = tool["x-memory-bank"]["inputSchema"]["properties"]["id"]
+    assert full["x-format"].startswith("a memory id")
+    assert full["x-other-ids"] == {"mdr_": "getMemoryDraftById"}
+    assert "example" not in full and not any(
+        k.startswith("x-") for k in tool["inputSchema"]["properties"]["id"]
+    )
 
 
 def test_output_is_deterministic_and_matches_the_shipped_manifest():

@@ -17,7 +17,7 @@ from memory_bank.errors import InvalidRequest
 from memory_bank.http import jsontext
 from memory_bank.http.validation import describe, draft4_schema, field_of
 from memory_bank.ids import is_id
-from memory_bank.spec import load_spec, operations
+from memory_bank.spec import inline, load_spec, operations
 
 # The operation whose request body an exported memory is checked as (the REST save).
 SAVE = "postMemory"
@@ -46,7 +46,7 @@ def save_check() -> Check:
     spec = load_spec()
     op = next(op for op in operations(spec) if op.id == SAVE)
     body = op.definition["requestBody"]["content"]["application/json"]["schema"]
-    schema = draft4_schema(_resolved(spec, body))
+    schema = draft4_schema(inline(spec, body))
     if schema is None:
         raise AssertionError(f"the {SAVE} body schema cannot be checked as draft 4")
     validator = Draft4Validator(schema)
@@ -56,20 +56,6 @@ def save_check() -> Check:
         return None if error is None else describe(error, _export_field(field_of(error)))
 
     return check
-
-
-def _resolved(spec: dict[str, Any], node: Any) -> Any:
-    """A schema with its local $refs replaced by what they name."""
-    if isinstance(node, list):
-        return [_resolved(spec, item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        target: Any = spec
-        for step in node["$ref"].removeprefix("#/").split("/"):
-            target = target[step]
-        return _resolved(spec, target)
-    return {key: _resolved(spec, value) for key, value in node.items()}
 
 
 def _export_field(field: str | None) -> str | None:

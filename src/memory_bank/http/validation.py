@@ -23,10 +23,9 @@ from starlette.types import Scope
 
 from memory_bank.errors import InvalidCursor, InvalidRequest
 from memory_bank.http import jsontext
+from memory_bank.spec import SpecError, json_schema
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
-# Keywords whose values are data, not schemas: never rewritten.
-_DATA_KEYWORDS = frozenset({"enum", "default", "example", "examples", "const"})
 
 
 def field_of(error: ValidationError) -> str | None:
@@ -265,15 +264,19 @@ def draft4_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """An OpenAPI 3.0 request schema as plain draft 4, or None when it cannot be exactly.
 
     Connexion checks request bodies with draft 4 where `nullable` (or `x-nullable`) lets a
-    null through `type` and `enum`; adding null to both says the same in draft 4. `format`
-    is checked by Connexion and not by the compiled check, so a schema using it gets none.
-    References are already resolved in the schema Connexion passes; the `components` it
-    attaches beside them are dropped.
+    null through `type` and `enum`; spec.json_schema adds null to both, which says the same in
+    draft 4. `format` is checked by Connexion and not by the compiled check, so a schema using
+    it gets none. References are followed in the `components` Connexion attaches beside the
+    schema (it passes them resolved already); one that does not resolve, or refers to itself,
+    gets no compiled check.
     """
     body = {k: v for k, v in schema.items() if k != "components"}
-    if _uses(body, {"format", "$ref"}):
+    try:
+        converted = json_schema(schema, body, "draft-04")
+    except SpecError:
         return None
-    converted = _with_nulls(copy.deepcopy(body))
+    if not isinstance(converted, dict) or _uses(converted, {"format"}):
+        return None
     converted["$schema"] = DRAFT4
     return converted
 
@@ -285,25 +288,3 @@ def _uses(node: Any, keywords: set[str]) -> bool:
     if isinstance(node, list):
         return any(_uses(v, keywords) for v in node)
     return False
-
-
-def _with_nulls(node: Any) -> Any:
-    """Rewrite nullable schema objects in place: null joins their type and enum."""
-    if isinstance(node, list):
-        for item in node:
-            _with_nulls(item)
-        return node
-    if not isinstance(node, dict):
-        return node
-    for key, value in node.items():
-        if key not in _DATA_KEYWORDS:
-            _with_nulls(value)
-    if node.get("nullable") is True or node.get("x-nullable") is True:
-        kind = node.get("type")
-        if isinstance(kind, str):
-            node["type"] = [kind, "null"]
-        elif isinstance(kind, list) and "null" not in kind:
-            node["type"] = [*kind, "null"]
-        if isinstance(node.get("enum"), list) and None not in node["enum"]:
-            node["enum"] = [*node["enum"], None]
-    return node

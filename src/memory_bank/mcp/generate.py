@@ -8,23 +8,14 @@ import re
 from typing import Any
 
 from memory_bank.mcp.portable import portable
-from memory_bank.spec import Operation, operations, scopes
+from memory_bank.spec import Operation, SpecError, json_schema, operations, resolve, scopes
 
 MANIFEST_VERSION = 2
 MAX_DESCRIPTION = 600
 # Where a parameter may live, in the order that decides who keeps a plain name (see _claim).
 LOCATIONS = ("path", "query", "header", "body")
-# OpenAPI 3.0 keywords with no JSON Schema meaning (or none an agent needs).
-_DROPPED = {"example", "xml", "externalDocs", "discriminator", "nullable", "deprecated"}
-# Extensions the server's own error wording reads (http/validation.describe); hosts never see
-# them (mcp/portable drops them from what tools/list shows).
-_WORDING = frozenset({"x-format", "x-other-ids"})
 # How deep an output schema names fields: the envelope's own (see _compact).
 OUTPUT_LEVELS = 1
-
-
-class SpecError(ValueError):
-    """The spec cannot be turned into tools (a broken $ref, a name clash, a long text)."""
 
 
 def build_manifest(
@@ -121,7 +112,7 @@ def _input(
     """One object schema over path, query, header and body fields, and where each one goes."""
     params: dict[tuple[str, str], dict[str, Any]] = {}
     for raw in [*shared, *op.get("parameters", [])]:
-        param = _deref(spec, raw)
+        param = resolve(spec, raw)
         if param.get("in") == "cookie":
             raise SpecError(f"{name}: cookie parameters cannot be MCP arguments")
         params[(param["in"], param["name"])] = param  # operation-level overrides path-level
@@ -132,7 +123,7 @@ def _input(
             continue
         if param.get("x-mcp") is False:
             continue
-        schema = _schema(spec, param.get("schema", {}))
+        schema = json_schema(spec, param.get("schema", {}))
         if param.get("description") and "description" not in schema:
             schema = {"description": " ".join(param["description"].split()), **schema}
         # A header's own name (If-Match) is no identifier: `x-mcp-name` gives its argument's.
@@ -174,10 +165,10 @@ def _input(
 
 def _hidden_fields(spec: dict[str, Any], op: dict[str, Any]) -> set[str]:
     """Body properties the spec marks `x-mcp: false` (read before extensions are dropped)."""
-    body = _deref(spec, op["requestBody"])
-    schema = _deref(spec, body["content"]["application/json"].get("schema", {}))
+    body = resolve(spec, op["requestBody"])
+    schema = resolve(spec, body["content"]["application/json"].get("schema", {}))
     return {
-        k for k, v in schema.get("properties", {}).items() if _deref(spec, v).get("x-mcp") is False
+        k for k, v in schema.get("properties", {}).items() if resolve(spec, v).get("x-mcp") is False
     }
 
 
@@ -199,11 +190,13 @@ def _request_body(
     raw = op.get("requestBody")
     if raw is None:
         return None
-    body = _deref(spec, raw)
+    body = resolve(spec, raw)
     content = body.get("content", {})
     if "application/json" not in content:
         raise SpecError(f"{name}: only application/json request bodies become MCP arguments")
-    return _schema(spec, content["application/json"].get("schema", {})), bool(body.get("required"))
+    return json_schema(spec, content["application/json"].get("schema", {})), bool(
+        body.get("required")
+    )
 
 
 def _outputs(
@@ -216,11 +209,11 @@ def _outputs(
     for status, raw in sorted(op.get("responses", {}).items()):
         if not re.fullmatch(r"2\d\d", str(status)):
             continue
-        response = _deref(spec, raw)
+        response = resolve(spec, raw)
         content = response.get("content") or {}
         if "application/json" in content:
             success[str(status)] = "json"
-            schema = _schema(spec, content["application/json"].get("schema", {}))
+            schema = json_schema(spec, content["application/json"].get("schema", {}))
             if schema not in schemas:
                 schemas.append(schema)
         elif any(m.startswith("text/") for m in content):
@@ -282,95 +275,3 @@ def _empty_result_schema(
         "required": sorted(properties),
         "properties": properties,
     }
-
-
-def _deref(
-    spec: dict[str, Any], node: dict[str, Any], seen: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """Follow a local $ref (a parameter, response, body or schema) to what it names."""
-    ref = node.get("$ref") if isinstance(node, dict) else None
-    if ref is None:
-        return node
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        raise SpecError(f"only local $refs are supported, not {ref!r}")
-    if ref in seen:
-        raise SpecError(f"recursive $ref {ref} cannot be inlined")
-    target: Any = spec
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(target, dict) or part not in target:
-            raise SpecError(f"$ref {ref} does not resolve")
-        target = target[part]
-    return _deref(spec, target, (*seen, ref))
-
-
-def _schema(spec: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> Any:
-    """An OpenAPI 3.0 schema as standalone JSON Schema 2020-12: refs inlined, nullable
-    translated, allOf of plain objects merged, OpenAPI-only keywords dropped."""
-    if isinstance(node, list):
-        return [_schema(spec, item, seen) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        ref = node["$ref"]
-        return _schema(spec, _deref(spec, {"$ref": ref}, seen), (*seen, ref))
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _DROPPED or (key.startswith("x-") and key not in _WORDING):
-            continue
-        if key == "properties":
-            out[key] = {k: _schema(spec, v, seen) for k, v in value.items()}
-        elif key in {"items", "not", "additionalProperties"} or key in {"allOf", "anyOf", "oneOf"}:
-            out[key] = _schema(spec, value, seen)
-        else:
-            out[key] = copy.deepcopy(value)
-    out = _exclusive_bounds(node, out)
-    if "allOf" in out:
-        out = _merge_all_of(out)
-    if node.get("nullable") is True:
-        out = _nullable(out)
-    return out
-
-
-def _exclusive_bounds(node: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
-    """OpenAPI 3.0's boolean exclusiveMinimum/Maximum -> JSON Schema's numeric form."""
-    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
-        if node.get(exclusive) is True and bound in out:
-            out[exclusive] = out.pop(bound)
-        elif node.get(exclusive) is False:
-            out.pop(exclusive, None)
-    return out
-
-
-def _merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
-    """Fold an allOf of plain object schemas into one object (hosts read those best)."""
-    parts = schema["allOf"]
-    simple = {"type", "properties", "required", "description"}
-    if not all(
-        isinstance(p, dict) and set(p) <= simple and p.get("type") == "object" for p in parts
-    ):
-        return schema
-    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-    merged["type"] = "object"
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for part in parts:
-        properties.update(part.get("properties", {}))
-        required.extend(r for r in part.get("required", []) if r not in required)
-    if required:
-        merged["required"] = required
-    merged["properties"] = properties
-    return merged
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """Let a schema also accept null, the JSON Schema way."""
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        schema = {**schema, "type": [kind, "null"]}
-        if "enum" in schema and None not in schema["enum"]:
-            schema["enum"] = [*schema["enum"], None]
-        return schema
-    if isinstance(kind, list):
-        return schema if "null" in kind else {**schema, "type": [*kind, "null"]}
-    return {"anyOf": [schema, {"type": "null"}]}
