@@ -94,7 +94,7 @@ def make_provider(settings: Settings) -> Provider | None:
     )
 
 
-def embed_text(content: str, tags: list[str], snippets: list[str] | None = None) -> str:
+def embed_text(content: str, snippets: list[str] | None = None) -> str:
     """What a memory's vector is made from: its content, then its context snippets (the
     conversation around it says what the memory leaves implicit)."""
     return " ".join([content, *(snippets or [])])
