@@ -78,7 +78,7 @@ def make_provider(settings: Settings) -> Provider | None:
     if choice.kind == "local":
         from memory_bank.search import local_model
 
-        return local_model.load(choice.target)
+        return local_model.load(choice.target, settings.model_hub)
     from memory_bank.search import remote
 
     if not settings.embeddings_model.strip():
