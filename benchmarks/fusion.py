@@ -180,7 +180,7 @@ def build(data: Path, model: str) -> list[Question]:
             for saved in locomo.insert_turns(conn, convs):
                 label[saved.memory_id] = saved.turn.dia_id
                 texts.setdefault(saved.user, {})[saved.memory_id] = embed_text(
-                    saved.content, saved.tags, saved.snippets if EMBED_CONTEXTS else []
+                    saved.content, saved.snippets if EMBED_CONTEXTS else []
                 )
             owner = store.Owner("paraphrase", None, "benchmark")
             every = [t for conv in convs for t in conv.turns]

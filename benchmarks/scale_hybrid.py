@@ -62,7 +62,7 @@ def add_vectors(engine: sa.Engine, users: int) -> None:
             after = ""
             with engine.connect() as conn:
                 while docs := store.documents(conn, user, after, 32):
-                    texts = [embed_text(d.content, d.tags, d.snippets) for d in docs]
+                    texts = [embed_text(d.content, d.snippets) for d in docs]
                     made = _embedded(provider, texts)
                     rows += [_row(user, d.id, made[i].tobytes()) for i, d in enumerate(docs)]
                     after = docs[-1].id

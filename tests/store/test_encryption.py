@@ -303,7 +303,7 @@ def test_vectors_are_sealed_at_rest_and_semantic_search_still_works(
     saved = service.client.post("/v1/memory", json={"content": content}, headers=headers)
     assert saved.status_code == 201
     assert vector_jobs.drain_once(service.db, state_of(service.app).semantic) == 1
-    vector = load(DEFAULT_LOCAL).embed([embed_text(content, [], [])])[0].tobytes()
+    vector = load(DEFAULT_LOCAL).embed([embed_text(content, [])])[0].tobytes()
     raw = database_bytes(service.engine, database_url)
     plain_forms = [base64.b64encode(vector)[:40], vector[:32]]
     if sealed:

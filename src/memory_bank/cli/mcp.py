@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from memory_bank.mcp import stdio
     from memory_bank.mcp.stdio_auth import CannotStart
 
-    key = args.key or os.environ.get("MEMORY_BANK_MCP_KEY") or None
+    key = args.key or settings.mcp_key.reveal() or None
     if not args.url:
         # A database that cannot be used is a clear message and exit code 3, not a traceback;
         # nothing but JSON-RPC may reach stdout, so migration chatter goes to stderr.

@@ -21,7 +21,6 @@ ORG_WRITE = "org:write"
 ORG_ADMIN = "org:admin"
 REVIEW = "memory:review"
 
-ScopeFilter = Literal["user", "org", "all"]
 Scope = Literal["user", "org"]
 
 

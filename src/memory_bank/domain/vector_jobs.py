@@ -54,7 +54,7 @@ def _embed(semantic: Semantic, found: list[memories.Document]) -> dict[str, byte
     """The memories' vectors as float32 bytes. A batch the provider refuses as such (not an
     outage) is sent one memory at a time, and a memory it refuses alone is left without a
     vector (found lexically), so one bad memory cannot block the queue behind it."""
-    texts = [embed_text(s.content, s.tags, s.snippets) for s in found]
+    texts = [embed_text(s.content, s.snippets) for s in found]
     try:
         made = semantic.provider.embed(texts)
         return {s.id: made[i].tobytes() for i, s in enumerate(found)}

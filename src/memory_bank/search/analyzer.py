@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from functools import lru_cache
 
 import Stemmer
@@ -107,9 +106,3 @@ def terms(text: str, *, query: bool = False) -> list[str]:
                 continue
             out.append(stem(part)[:MAX_TERM] if part.isalpha() else part[:MAX_TERM])
     return out
-
-
-def term_counts(text: str) -> tuple[Counter[str], int]:
-    """Term frequencies of a text and its length in terms."""
-    found = terms(text)
-    return Counter(found), len(found)

@@ -78,7 +78,7 @@ def make_provider(settings: Settings) -> Provider | None:
     if choice.kind == "local":
         from memory_bank.search import local_model
 
-        return local_model.load(choice.target)
+        return local_model.load(choice.target, settings.model_hub)
     from memory_bank.search import remote
 
     if not settings.embeddings_model.strip():
@@ -94,7 +94,7 @@ def make_provider(settings: Settings) -> Provider | None:
     )
 
 
-def embed_text(content: str, tags: list[str], snippets: list[str] | None = None) -> str:
+def embed_text(content: str, snippets: list[str] | None = None) -> str:
     """What a memory's vector is made from: its content, then its context snippets (the
     conversation around it says what the memory leaves implicit)."""
     return " ".join([content, *(snippets or [])])

@@ -22,6 +22,7 @@ import numpy as np
 from memory_bank.search import mpnet
 from memory_bank.search.digest import sha256_file
 from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.settings import Settings
 
 # The packaged model and tokenizer, pinned by version in pyproject.toml and by hash here.
 _PACKAGED = {
@@ -36,7 +37,6 @@ MINILM = "all-MiniLM-L6-v2"
 # Word pieces a text is cut to, unless the model says otherwise (all-MiniLM-L6-v2 was trained
 # on up to 256).
 MAX_TOKENS = 256
-HUB_URL = os.environ.get("MEMORY_BANK_MODEL_HUB", "https://huggingface.co")
 
 
 class LocalProvider:
@@ -97,10 +97,17 @@ class LocalProvider:
         return rows
 
 
-@functools.lru_cache(maxsize=4)
-def load(target: str) -> LocalProvider:
+def load(target: str, hub: str = Settings.model_hub) -> LocalProvider:
     """The local provider for `local:<target>`, loaded once per process (apps made in one
-    process share it); EmbeddingsMisconfigured when it cannot load."""
+    process share it); a model name is downloaded from hub (MEMORY_BANK_MODEL_HUB) once.
+    EmbeddingsMisconfigured when it cannot load."""
+    # Both arguments always passed, so load(x) and load(x, hub) share one cached model.
+    return _load(target, hub)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(target: str, hub: str) -> LocalProvider:
+    """The provider itself, made once per (target, hub)."""
     try:
         import onnxruntime  # noqa: F401
         import tokenizers  # noqa: F401
@@ -125,7 +132,7 @@ def load(target: str) -> LocalProvider:
     if folder.is_dir():
         model_file, tokenizer_file = _files_in(folder)
         return LocalProvider(f"local:{folder.resolve().name}", model_file, tokenizer_file)
-    return LocalProvider(f"local:{target}", *_files_in(_download(target)))
+    return LocalProvider(f"local:{target}", *_files_in(_download(target, hub)))
 
 
 def _packaged() -> tuple[Path, Path]:
@@ -159,7 +166,7 @@ def _files_in(folder: Path) -> tuple[Path, Path]:
     )
 
 
-def _download(name: str) -> Path:
+def _download(name: str, hub: str) -> Path:
     """A hub model's ONNX file and tokenizer, downloaded once into the user's cache."""
     if name.count("/") != 1 or ".." in name:
         raise EmbeddingsMisconfigured(
@@ -173,7 +180,7 @@ def _download(name: str) -> Path:
             continue
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            _fetch(f"{HUB_URL}/{name}/resolve/main/{remote}", target)
+            _fetch(f"{hub.rstrip('/')}/{name}/resolve/main/{remote}", target)
         except OSError as exc:
             raise EmbeddingsMisconfigured(
                 f"could not download {name} ({exc}); put model.onnx and tokenizer.json in a "

@@ -227,16 +227,6 @@ def audit(
     )
 
 
-def audit_trail(conn: Connection, user_id: str, draft_id: str) -> list[dict[str, Any]]:
-    """The audit rows of one of the user's drafts, oldest first."""
-    rows = conn.execute(
-        select(review_audit)
-        .where(review_audit.c.user_id == user_id, review_audit.c.draft_id == draft_id)
-        .order_by(review_audit.c.id)
-    ).all()
-    return [dict(r._mapping) for r in rows]
-
-
 def _row(r: Any, seal: data_keys.Sealer) -> DraftRow:
     """A draft from a result row, opened."""
     return DraftRow(
