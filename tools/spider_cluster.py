@@ -229,8 +229,10 @@ def _ensure_plugin() -> None:
     """Install Debian's Spider plugin package when its library is missing."""
     if PLUGIN.exists():
         return
-    _say(f"{PLUGIN} is missing: installing {PLUGIN_PACKAGE}")
     sudo = [] if _as_root() else ["sudo"]
+    if shutil.which("apt-get") is None or (sudo and shutil.which("sudo") is None):
+        raise ClusterError(f"{PLUGIN} is missing: install {PLUGIN_PACKAGE} (MariaDB's Spider)")
+    _say(f"{PLUGIN} is missing: installing {PLUGIN_PACKAGE}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = [*sudo, "apt-get", "install", "-y", "-qq", PLUGIN_PACKAGE]
     if subprocess.run(install, env=env, check=False).returncode != 0:
@@ -328,8 +330,6 @@ def _initialise(nodes: list[Node]) -> None:
 
 def _launch(node: Node) -> subprocess.Popen[bytes]:
     """Start the node's mariadbd in a session of its own, so it outlives this command."""
-    if len(str(node.socket)) > SOCKET_PATH_MAX:
-        raise ClusterError(f"{node.socket} is too long for a unix socket: use a shorter DIR")
     with node.log.open("ab") as out:
         return subprocess.Popen(
             ["mariadbd", f"--defaults-file={node.cnf}"],
@@ -342,7 +342,8 @@ def _launch(node: Node) -> subprocess.Popen[bytes]:
 
 def _await_ready(node: Node, proc: subprocess.Popen[bytes], deadline: float) -> None:
     """Return once the node answers SQL on its port; fail if it exits or the deadline passes."""
-    while _client(node, "SELECT 1").returncode != 0:
+    # The answer must name this node's datadir: another server may have taken the port since.
+    while _client(node, "SELECT @@datadir").stdout.strip() != f"{node.datadir}/":
         if proc.poll() is not None:
             raise ClusterError(
                 f"{node.name} exited with {proc.returncode}; {node.log}:\n{_log_tail(node)}"
@@ -373,7 +374,8 @@ def _stop(node: Node) -> bool:
     pid = _pid(node)
     if pid is None:
         return False
-    os.kill(pid, signal.SIGTERM)
+    with contextlib.suppress(ProcessLookupError):  # it may have just exited by itself
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
     while _is_ours(pid, node):
         if time.monotonic() > deadline:
@@ -402,6 +404,9 @@ def up(root: Path, shards: int) -> Cluster:
     if shards < 1:
         raise ClusterError("--shards must be at least 1")
     root = root.resolve()
+    longest = Cluster.made(root, [0] * shards, 0).shards[-1].socket
+    if len(str(longest)) > SOCKET_PATH_MAX:
+        raise ClusterError(f"{longest} is too long for a unix socket: use a shorter DIR")
     if (root / STATE).exists():
         cluster = Cluster.load(root)
         if len(cluster.shards) != shards:

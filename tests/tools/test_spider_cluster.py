@@ -231,3 +231,11 @@ def test_down_stops_every_server_it_started(tmp_path):
     refused = _tool("up", str(tmp_path), "--shards", "1", check=False)
     assert refused.returncode == 1
     assert "holds no cluster" in refused.stderr
+
+
+def test_up_refuses_a_dir_too_long_for_the_sockets(tmp_path):
+    deep = tmp_path / ("d" * 100)
+    refused = _tool("up", str(deep), "--shards", "2", check=False)
+    assert refused.returncode == 1
+    assert "too long for a unix socket" in refused.stderr
+    assert not deep.exists()
