@@ -174,27 +174,29 @@ def relative_scores(
     """For each pair: whether it should be hinted, and the kept memory's score relative to the
     new one's own (0 when it is not among the candidates)."""
     from memory_bank.auth import Principal
-    from memory_bank.domain import memories, similar
-    from memory_bank.store.engine import make_engine, reading
+    from memory_bank.domain import bodies, memories, similar
+    from memory_bank.store.database import Database
+    from memory_bank.store.engine import make_engine
     from memory_bank.store.migrate import migrate
 
     engine = make_engine(database_url)
     migrate(engine)
+    db = Database(engine)
     found = []
     try:
         for n, (kept, new, wanted) in enumerate(pairs):
             who = Principal(f"pair-{n}", None, ("mcp:read", "mcp:write"), "bench", "key_x")
             for text in fillers(60, seed=n):
-                memories.save(engine, who, {"content": text}, hints=False)
-            old, _ = memories.save(engine, who, {"content": kept}, hints=False)
-            made, _ = memories.save(engine, who, {"content": new}, hints=False)
-            with reading(engine) as conn:
+                memories.save(db, who, bodies.new_memory({"content": text}), hints=False)
+            old, _ = memories.save(db, who, bodies.new_memory({"content": kept}), hints=False)
+            made, _ = memories.save(db, who, bodies.new_memory({"content": new}), hints=False)
+            with db.reading() as conn:
                 ranked = dict(similar.ranked(conn, who.user_id, new, similar.CANDIDATES))
             top = ranked.get(made["id"]) or max(ranked.values(), default=0.0)
             score = ranked.get(old["id"], 0.0) / top if top else 0.0
             found.append((wanted, score))
     finally:
-        engine.dispose()
+        db.dispose()
     return found
 
 

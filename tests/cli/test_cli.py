@@ -178,13 +178,13 @@ def test_migrate_reports_success(database_url, capsys):
 
 
 def test_first_start_key_is_created_once(database_url):
-    engine = open_database(Settings(database_url=database_url))
+    db = open_database(Settings(database_url=database_url))
     try:
-        first = ensure_local_key(engine)
+        first = ensure_local_key(db)
         assert first is not None and first.startswith("mb_")
-        assert ensure_local_key(engine) is None
+        assert ensure_local_key(db) is None
     finally:
-        engine.dispose()
+        db.dispose()
 
 
 def test_plain_mysql_urls_use_the_bundled_driver():

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import current_revision, head_revision, is_current, migrate
 from memory_bank.store.schema import metadata, service_state
@@ -156,7 +157,7 @@ def test_orgs_migration_keeps_existing_memories_and_downgrades(fresh_url):
         )
     migrate(engine)
     alice = Principal("alice", "acme", ("mcp:read",), "api", "key_x")
-    got = memories.fetch(engine, alice, "mem_01M90000000000000000000000")
+    got = memories.fetch(Database(engine), alice, "mem_01M90000000000000000000000")
     # A memory saved before orgs stays personal, and shows no creator.
     assert got["scope"] == "user" and "created_by" not in got
     assert "org_audit" in sa.inspect(engine).get_table_names()

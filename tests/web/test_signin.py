@@ -52,21 +52,23 @@ def test_serve_prints_a_link_for_the_local_user(database_url, capsys):
     from memory_bank.cli.panel import print_local_link
     from memory_bank.cli.serve import ensure_local_key
     from memory_bank.settings import Settings
+    from memory_bank.store.database import Database
     from memory_bank.store.engine import make_engine
     from memory_bank.store.migrate import migrate
 
     engine = make_engine(database_url, 1)
     migrate(engine)
+    db = Database(engine)
     settings = Settings(database_url=database_url)
-    print_local_link(settings, engine, "http://0.0.0.0:8080")
+    print_local_link(settings, db, "http://0.0.0.0:8080")
     assert "#signin=" not in capsys.readouterr().out  # no local user yet: no link
-    ensure_local_key(engine)
-    print_local_link(settings, engine, "http://0.0.0.0:8080")
+    ensure_local_key(db)
+    print_local_link(settings, db, "http://0.0.0.0:8080")
     out = capsys.readouterr().out
     assert "http://127.0.0.1:8080/#signin=" in out
-    print_local_link(settings.replace(panel_enabled=False), engine, "http://x:1")
+    print_local_link(settings.replace(panel_enabled=False), db, "http://x:1")
     assert "#signin=" not in capsys.readouterr().out
-    engine.dispose()
+    db.dispose()
 
 
 def test_link_code_and_key_stay_out_of_the_server_log(tmp_path):

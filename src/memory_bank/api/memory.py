@@ -7,31 +7,26 @@ from typing import Any
 from memory_bank import state as app_state
 from memory_bank.api.context import current_header, current_principal, current_switches
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.domain import edits, memories, review
+from memory_bank.domain import edits, memories, writes
 from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
 
 
 def postMemory(body: dict[str, Any]) -> Reply:
     """Save a memory for the caller, or a draft for review when review applies to them."""
     state = app_state.current()
-    principal = current_principal()
-    scope = body.get("scope") if isinstance(body, dict) else None
-    if review.needs_review(state.settings, principal, current_switches(), scope):
-        envelope = review.submit(state.db, state.settings, principal, body)
-        location = f"/v1/memory/drafts/{envelope['draft']['id']}"
-        return json_reply(envelope, 202, {"Location": location})
-    settings = state.settings
-    memory, alike = memories.save(
-        state.db, principal, body, settings.max_memories_per_user, settings.similar_hints
-    )
+    done = writes.save(state.db, state.settings, current_principal(), current_switches(), body)
+    if done.draft is not None:
+        location = f"/v1/memory/drafts/{done.draft['draft']['id']}"
+        return json_reply(done.draft, 202, {"Location": location})
+    assert done.memory is not None
     _wake(state)
-    etag = edits.etag(memory["revision"])
-    if alike is None:  # dedupe "skip" found this exact memory already kept
-        return json_reply({"memory": memory, "similar": []}, 200, {"ETag": etag})
+    etag = edits.etag(done.memory["revision"])
+    if done.similar is None:  # dedupe "skip" found this exact memory already kept
+        return json_reply({"memory": done.memory, "similar": []}, 200, {"ETag": etag})
     return json_reply(
-        {"memory": memory, "similar": alike},
+        {"memory": done.memory, "similar": done.similar},
         201,
-        {"Location": f"/v1/memory/{memory['id']}", "ETag": etag},
+        {"Location": f"/v1/memory/{done.memory['id']}", "ETag": etag},
     )
 
 
@@ -60,19 +55,15 @@ def getMemoryById(id: str) -> Reply:
 def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
     """Edit one of the caller's memories (merge-patch), or propose the edit for review."""
     state = app_state.current()
-    principal = current_principal()
-    if_match = _if_match()
-    scope = edits.owner_scope(state.db, principal, id)
-    if review.needs_review(state.settings, principal, current_switches(), scope):
-        envelope = review.submit_edit(state.db, state.settings, principal, id, body, if_match)
-        if "memory" in envelope:  # an edit that changes nothing: no draft
-            return _memory_reply(envelope["memory"])
-        location = f"/v1/memory/drafts/{envelope['draft']['id']}"
-        return json_reply(envelope, 202, {"Location": location})
-    keep = state.settings.max_revisions_per_memory
-    edited = edits.patch(state.db, principal, id, body, if_match, keep)
-    _wake(state)
-    return _memory_reply(edited)
+    principal, mine = current_principal(), current_switches()
+    done = writes.edit(state.db, state.settings, principal, mine, id, body, _if_match())
+    if done.draft is not None:
+        location = f"/v1/memory/drafts/{done.draft['draft']['id']}"
+        return json_reply(done.draft, 202, {"Location": location})
+    assert done.memory is not None
+    if done.written:
+        _wake(state)
+    return _memory_reply(done.memory)
 
 
 def getMemoryRevisions(id: str, limit: int = 20, cursor: str | None = None) -> Reply:

@@ -11,8 +11,7 @@ from typing import Any, BinaryIO
 from jsonschema import Draft4Validator
 
 from memory_bank.cli.common import CliError
-from memory_bank.domain import transfer
-from memory_bank.domain.memories import parse_new_memory
+from memory_bank.domain import bodies, transfer
 from memory_bank.errors import InvalidRequest
 from memory_bank.http import jsontext
 from memory_bank.http.validation import describe, draft4_schema, field_of
@@ -138,15 +137,15 @@ def parse_line(text: str, check: Check) -> transfer.Restored:
     for pos, c in enumerate(contexts):
         if not isinstance(c.get("id"), str) or not is_id(c["id"], "mctx"):
             raise BadLine(f"'contexts.{pos}.id' must be a context id (mctx_ and 26 characters).")
-    content, tags, new_contexts = parse_new_memory(body)
+    new = bodies.new_memory(body)
     return transfer.Restored(
         id=item["id"],
-        content=content,
-        tags=tags,
+        content=new.content,
+        tags=new.tags,
         source=source,
         created_at=_time(item.get("created_at"), "created_at"),
         updated_at=_time(item.get("updated_at"), "updated_at"),
-        contexts=new_contexts,
+        contexts=new.contexts,
         context_ids=[c["id"] for c in contexts],
         context_times=[
             _time(c.get("created_at"), f"contexts.{pos}.created_at")

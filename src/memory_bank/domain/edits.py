@@ -8,22 +8,21 @@ revision 1 from the memory itself, then the new state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, etags, org_log
+from memory_bank.domain.bodies import Change
 from memory_bank.domain.etags import IfMatch
-from memory_bank.domain.memories import NOT_FOUND, parse_new_memory, shape, shape_context
+from memory_bank.domain.memories import readable, shape, shape_context
 from memory_bank.errors import (
     InvalidCursor,
-    MemoryNotFound,
     RevisionNotFound,
-    UnsupportedMediaType,
 )
-from memory_bank.ids import is_id, iso, new_id, utcnow
+from memory_bank.ids import iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
 from memory_bank.store import revisions, vectors
@@ -31,40 +30,6 @@ from memory_bank.store.database import Database
 from memory_bank.store.revisions import RevisionRow, context_keys
 
 EDITED = "edited"
-
-
-@dataclass(frozen=True)
-class Change:
-    """A memory's next state: None keeps a field as it is."""
-
-    content: str | None = None
-    tags: list[str] | None = None
-    contexts: list[dict[str, Any]] | None = None
-
-
-def parse_patch(body: Any) -> Change:
-    """A merge-patch body (content, tags, contexts; checked against the spec) as a Change."""
-    if not isinstance(body, dict):
-        raise UnsupportedMediaType("Send the body as application/merge-patch+json.")
-    content, tags, contexts = parse_new_memory({"content": body.get("content", "x"), **body})
-    now = utcnow()
-    return Change(
-        content=content if "content" in body else None,
-        tags=tags if "tags" in body else None,
-        contexts=[
-            {
-                "id": new_id("mctx"),
-                "snippet": c.snippet,
-                "conversation_id": c.conversation_id,
-                "message_id": c.message_id,
-                "origin": c.origin,
-                "created_at": now,
-            }
-            for c in contexts
-        ]
-        if "contexts" in body
-        else None,
-    )
 
 
 def etag(revision: int) -> str:
@@ -76,17 +41,6 @@ def check_match(if_match: IfMatch | None, revision: int) -> None:
     """412 revision_conflict unless If-Match (when sent) is met by the current revision."""
     if if_match is not None:
         if_match.check(revision)
-
-
-def locate(conn: Connection, principal: Principal, memory_id: str) -> store.MemoryRow:
-    """The memory, among those the principal reads, locked to commit; 404 otherwise."""
-    if not is_id(memory_id, "mem"):
-        raise MemoryNotFound(NOT_FOUND, field="id")
-    for owner in acl.readable_owners(principal):
-        row = store.locked(conn, owner, memory_id)
-        if row is not None:
-            return row
-    raise MemoryNotFound(NOT_FOUND, field="id")
 
 
 def changed_row(row: store.MemoryRow, change: Change) -> store.MemoryRow | None:
@@ -164,45 +118,10 @@ def changeable(
 ) -> store.MemoryRow:
     """The memory, locked, once the principal may change it (acl) and If-Match names its
     current revision; 404/403/412 otherwise."""
-    current = locate(conn, principal, memory_id)
+    current = readable(conn, principal, memory_id, lock=True)
     acl.check_change(principal, current.user_id, current.created_by)
     check_match(if_match, current.revision)
     return current
-
-
-def patch(
-    db: Database,
-    principal: Principal,
-    memory_id: str,
-    body: Any,
-    if_match: IfMatch | None = None,
-    keep_revisions: int = 0,
-) -> dict[str, Any]:
-    """Edit a memory the principal may change; 404/403/412 as documented."""
-    change = parse_patch(body)
-
-    def work(conn: Connection) -> store.MemoryRow:
-        current = changeable(conn, principal, memory_id, if_match)
-        return apply(conn, principal, current, change, principal.source, keep_revisions)
-
-    return shape(db.writing(work))
-
-
-def proposed(
-    db: Database, principal: Principal, memory_id: str, body: Any, if_match: IfMatch | None
-) -> tuple[store.MemoryRow, store.MemoryRow | None]:
-    """The memory as it is and as the patch would make it (None: no change); checks the ACL
-    and If-Match as an edit would, for an edit that goes to review."""
-    change = parse_patch(body)
-    with db.reading() as conn:
-        current = changeable(conn, principal, memory_id, if_match)
-    return current, changed_row(current, change)
-
-
-def owner_scope(db: Database, principal: Principal, memory_id: str) -> str:
-    """The scope ("user" or "org") of a memory the principal reads; 404 otherwise."""
-    with db.reading() as conn:
-        return acl.scope_of(locate(conn, principal, memory_id).user_id)
 
 
 def restore(
@@ -266,7 +185,7 @@ def history(
             raise InvalidCursor("The cursor was not issued for this listing.", field="cursor")
         before = int(number)
     with db.reading() as conn:
-        current = _readable(conn, principal, memory_id)
+        current = readable(conn, principal, memory_id)
         rows = revisions.list_revisions(conn, current.user_id, memory_id, limit + 1, before)
         if not rows and before is None:
             rows = [_as_revision(current)]
@@ -283,17 +202,6 @@ def history(
         # dropped (MEMORY_BANK_MAX_REVISIONS_PER_MEMORY).
         "dropped_revisions": oldest - 1,
     }
-
-
-def _readable(conn: Connection, principal: Principal, memory_id: str) -> store.MemoryRow:
-    """A memory the principal reads (not locked), or 404."""
-    if not is_id(memory_id, "mem"):
-        raise MemoryNotFound(NOT_FOUND, field="id")
-    for owner in acl.readable_owners(principal):
-        found = store.get_memories(conn, owner, [memory_id])
-        if memory_id in found:
-            return found[memory_id]
-    raise MemoryNotFound(NOT_FOUND, field="id")
 
 
 def shape_revision(row: RevisionRow) -> dict[str, Any]:

@@ -11,8 +11,9 @@ from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, org_log, similar
+from memory_bank.domain.bodies import NewMemory
 from memory_bank.domain.semantic import Semantic
-from memory_bank.errors import MemoryNotFound, QuotaExceeded, UnsupportedMediaType
+from memory_bank.errors import MemoryNotFound, QuotaExceeded
 from memory_bank.ids import is_id, iso, new_id, utcnow
 from memory_bank.search import fusion
 from memory_bank.search import index as search_index
@@ -28,48 +29,19 @@ NOT_FOUND = "No memory with this id."
 TOMBSTONE_KEPT = timedelta(hours=24)
 
 
-def parse_new_memory(
-    body: dict[str, Any],
-) -> tuple[str, list[str], list[store.NewContext]]:
-    """A save body, already checked against the spec, trimmed and with duplicate tags dropped."""
-    if not isinstance(body, dict):
-        # Connexion validates only bodies it can parse; without a JSON content type the raw
-        # bytes arrive here.
-        raise UnsupportedMediaType("Send the body as application/json.")
-    tags: list[str] = []
-    for tag in body.get("tags") or []:
-        if tag.strip() not in tags:
-            tags.append(tag.strip())
-    contexts = [
-        store.NewContext(
-            snippet=ctx["snippet"].strip(),
-            conversation_id=_trimmed(ctx.get("conversation_id")),
-            message_id=_trimmed(ctx.get("message_id")),
-            origin=ctx.get("origin"),
-        )
-        for ctx in body.get("contexts") or []
-    ]
-    return body["content"].strip(), tags, contexts
-
-
-def _trimmed(value: str | None) -> str | None:
-    """An optional id, trimmed."""
-    return None if value is None else value.strip()
-
-
 def save(
     db: Database,
     principal: Principal,
-    body: dict[str, Any],
+    new: NewMemory,
     max_memories: int = 0,
     hints: bool = True,
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """Save a memory for the principal, or its org (scope "org", when allowed); the source
     comes from the credential. Returns the memory and the similar ones already kept (hints
     on), or, with dedupe "skip" and an exact duplicate kept, that one and None."""
-    content, tags, contexts = parse_new_memory(body)
-    owner = owner_of(principal, body.get("scope"))
-    skip_duplicate = body.get("dedupe") == "skip"
+    content, tags, contexts = new.content, new.tags, new.contexts
+    owner = owner_of(principal, new.scope)
+    skip_duplicate = new.dedupe == "skip"
     if skip_duplicate:
         # Answering with the memory already kept reads it: a write-only key may not.
         acl.check_read(principal)
@@ -142,13 +114,24 @@ def check_quota(conn: Connection, user_id: str, max_memories: int) -> None:
 def fetch(db: Database, principal: Principal, memory_id: str) -> dict[str, Any]:
     """One of the memories the principal reads (its own, its org's), or 404 (also for other
     users' and other orgs' ids)."""
+    with db.reading() as conn:
+        return shape(readable(conn, principal, memory_id))
+
+
+def readable(
+    conn: Connection, principal: Principal, memory_id: str, *, lock: bool = False
+) -> store.MemoryRow:
+    """The memory with this id among those the principal reads, or 404 (the one way any
+    request finds a memory by id); lock=True locks its row to commit, for a change."""
     if not is_id(memory_id, "mem"):
         raise MemoryNotFound(NOT_FOUND, field="id")
-    with db.reading() as conn:
-        for owner in acl.readable_owners(principal):
-            found = store.get_memories(conn, owner, [memory_id])
-            if memory_id in found:
-                return shape(found[memory_id])
+    for owner in acl.readable_owners(principal):
+        if lock:
+            row = store.locked(conn, owner, memory_id)
+        else:
+            row = store.get_memories(conn, owner, [memory_id]).get(memory_id)
+        if row is not None:
+            return row
     raise MemoryNotFound(NOT_FOUND, field="id")
 
 

@@ -9,15 +9,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
-from memory_bank.domain import acl, cursor, edits, org_log
+from memory_bank.domain import acl, bodies, cursor, edits, org_log
+from memory_bank.domain.bodies import NewMemory
 from memory_bank.domain.etags import IfMatch
-from memory_bank.domain.memories import (
-    check_quota,
-    owner_of,
-    parse_new_memory,
-    shape,
-    shape_context,
-)
+from memory_bank.domain.memories import check_quota, owner_of, shape, shape_context
 from memory_bank.errors import DraftNotFound, MemoryNotFound
 from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search.document import postings_of
@@ -46,11 +41,11 @@ def needs_review(
 
 
 def submit(
-    db: Database, settings: Settings, principal: Principal, body: dict[str, Any]
+    db: Database, settings: Settings, principal: Principal, new: NewMemory
 ) -> dict[str, Any]:
     """Store a save as a pending draft; returns the DraftEnvelope."""
-    content, tags, contexts = parse_new_memory(body)
-    owner = owner_of(principal, body.get("scope"))
+    content, tags, contexts = new.content, new.tags, new.contexts
+    owner = owner_of(principal, new.scope)
     now = utcnow()
     expires = now + timedelta(hours=settings.draft_ttl_hours)
 
@@ -69,18 +64,14 @@ def submit(
 
 
 def submit_edit(
-    db: Database,
+    conn: Connection,
     settings: Settings,
     principal: Principal,
-    memory_id: str,
-    body: Any,
-    if_match: IfMatch | None,
+    current: memory_store.MemoryRow,
+    edited: memory_store.MemoryRow,
 ) -> dict[str, Any]:
-    """Store an edit as a pending draft of the memory's next state (DraftEnvelope), or, when
-    it changes nothing, answer {"memory": ...} as an edit would."""
-    current, edited = edits.proposed(db, principal, memory_id, body, if_match)
-    if edited is None:
-        return {"memory": shape(current)}
+    """Store an edit, in the caller's transaction, as a pending draft of the memory's next
+    state (current, locked, becomes edited); returns the DraftEnvelope."""
     now = utcnow()
     expires = now + timedelta(hours=settings.draft_ttl_hours)
     owner = memory_store.Owner(
@@ -90,29 +81,24 @@ def submit_edit(
         memory_store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], c["origin"])
         for c in edited.contexts
     ]
-
-    def work(conn: Connection) -> store.DraftRow:
-        store.purge_expired(conn, owner.user_id, now)
-        # An edit's draft holds a memory's worth of text until a person decides: it counts
-        # against the quota like a save's draft (confirming it then frees its place).
-        check_quota(conn, owner.user_id, settings.max_memories_per_user)
-        row = store.insert_draft(
-            conn,
-            owner,
-            edited.content,
-            edited.tags,
-            contexts,
-            _actor(principal),
-            now,
-            expires,
-            edit_of=(current.id, current.revision),
-        )
-        org_log.record(
-            conn, principal, owner.user_id, org_log.DRAFTED, memory_id=current.id, draft_id=row.id
-        )
-        return row
-
-    row = db.writing(work)
+    store.purge_expired(conn, owner.user_id, now)
+    # An edit's draft holds a memory's worth of text until a person decides: it counts
+    # against the quota like a save's draft (confirming it then frees its place).
+    check_quota(conn, owner.user_id, settings.max_memories_per_user)
+    row = store.insert_draft(
+        conn,
+        owner,
+        edited.content,
+        edited.tags,
+        contexts,
+        _actor(principal),
+        now,
+        expires,
+        edit_of=(current.id, current.revision),
+    )
+    org_log.record(
+        conn, principal, owner.user_id, org_log.DRAFTED, memory_id=current.id, draft_id=row.id
+    )
     return {"status": "pending_review", "message": EDIT_FOR_REVIEW, "draft": shape_draft(row)}
 
 
@@ -164,19 +150,13 @@ def confirm(
     memory needs (acl.check_change): a 403 otherwise, and the draft stays.
     """
     _check_id(draft_id)
-    changes = changes or {}
     now = utcnow()
 
     def work(conn: Connection) -> tuple[memory_store.MemoryRow, bool]:
         draft = _visible_draft(conn, principal, draft_id, now)
         if draft is None:
             raise DraftNotFound("No pending draft with this id.", field="id")
-        content, tags, _ = parse_new_memory(
-            {
-                "content": changes.get("content", draft.content),
-                "tags": changes.get("tags", draft.tags),
-            }
-        )
+        content, tags = bodies.draft_changes(changes, draft.content, draft.tags)
         edited = content != draft.content or tags != draft.tags
         if edited and draft.memory_id is None:
             # The memory will be its author's (created_by): changing its text is an edit of it.
@@ -225,7 +205,7 @@ def _confirm_edit(
     assert draft.base_revision is not None
     IfMatch.revision(draft.base_revision).check(current.revision)
     contexts = [{**c, "created_at": now} for c in draft.contexts]
-    change = edits.Change(content, tags, contexts)
+    change = bodies.Change(content, tags, contexts)
     action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
     # The revision names who wrote its text: the draft's author, or the reviewer who changed it.
     source = principal.source if edited else draft.source
