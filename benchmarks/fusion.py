@@ -165,6 +165,7 @@ def build(data: Path, model: str) -> list[Question]:
     from memory_bank.store import memories as store
     from memory_bank.store.engine import make_engine, reading, writing
     from memory_bank.store.migrate import migrate
+    from memory_bank.store.owners import Owner
 
     provider = load_model(model)
     convs = locomo.load(data)
@@ -182,7 +183,7 @@ def build(data: Path, model: str) -> list[Question]:
                 texts.setdefault(saved.user, {})[saved.memory_id] = embed_text(
                     saved.content, saved.snippets if EMBED_CONTEXTS else []
                 )
-            owner = store.Owner("paraphrase", None, "benchmark")
+            owner = Owner("paraphrase", None, "benchmark")
             every = [t for conv in convs for t in conv.turns]
             step = max(len(every) // DISTRACTORS, 1)
             for k, t in enumerate(every[::step][:DISTRACTORS]):

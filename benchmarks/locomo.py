@@ -344,9 +344,10 @@ def insert_turns(conn: sa.Connection, convs: list[Conversation]) -> Iterator[Sav
     """Save every turn through the storage layer, each conversation as its own user."""
     from memory_bank.search.document import postings_of
     from memory_bank.store import memories as store
+    from memory_bank.store.owners import Owner
 
     for conv in convs:
-        owner = store.Owner(conv.sample_id, None, "benchmark")
+        owner = Owner(conv.sample_id, None, "benchmark")
         for t in conv.turns:
             ctxs = [
                 store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], None)

@@ -36,8 +36,7 @@ import scale
 from memory_bank.ids import utcnow
 from memory_bank.search.embeddings import DEFAULT_LOCAL, embed_text
 from memory_bank.search.local_model import load as load_model
-from memory_bank.store import memories as store
-from memory_bank.store import vectors
+from memory_bank.store import documents, vectors
 from memory_bank.store.schema import memory, memory_vector
 from request_floor import BODY
 
@@ -61,7 +60,7 @@ def add_vectors(engine: sa.Engine, users: int) -> None:
         if n == 0:
             after = ""
             with engine.connect() as conn:
-                while docs := store.documents(conn, user, after, 32):
+                while docs := documents.documents(conn, user, after, 32):
                     texts = [embed_text(d.content, d.snippets) for d in docs]
                     made = _embedded(provider, texts)
                     rows += [_row(user, d.id, made[i].tobytes()) for i, d in enumerate(docs)]

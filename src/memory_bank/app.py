@@ -38,7 +38,7 @@ from memory_bank.search.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, requirements
 from memory_bank.state import AppState, state_of
-from memory_bank.store import data_keys
+from memory_bank.store import master_key
 from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
@@ -129,7 +129,7 @@ def create_app(
 
 def _database(engine: Engine, settings: Settings) -> Database:
     """The app's Database over engine, sealing with the configured master key (if any)."""
-    return Database(engine, keyring=data_keys.open_keyring(engine, settings))
+    return Database(engine, keyring=master_key.open_keyring(engine, settings))
 
 
 def _middleware(settings: Settings, state: AppState, app: Any) -> list[tuple[Any, dict[str, Any]]]:

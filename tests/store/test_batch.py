@@ -22,9 +22,10 @@ from memory_bank.store.engine import (
     writing,
 )
 from memory_bank.store.migrate import migrate
+from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_user_stats
 
-OWNER = store.Owner("alice", None, "test")
+OWNER = Owner("alice", None, "test")
 CONTEXTS = [
     store.NewContext("Acme raised prices again", "c1", "m1", None),
     store.NewContext("Globex is cheaper", "c1", "m2", "active_conversation"),
@@ -138,11 +139,11 @@ def _stats(url: str) -> list[tuple[str, int, int]]:
 def test_a_save_that_ends_its_transaction_commits_in_the_same_round_trip(counted_engine):
     engine, sent = counted_engine
     url = engine.url.render_as_string(hide_password=False)
-    carol, dave = store.Owner("carol", None, "test"), store.Owner("dave", None, "test")
+    carol, dave = Owner("carol", None, "test"), Owner("dave", None, "test")
     before = row_counts(engine)
     sent.clear()
 
-    def save(content: str, owner: store.Owner) -> store.MemoryRow:
+    def save(content: str, owner: Owner) -> store.MemoryRow:
         return writing(engine, lambda c: _insert(c, owner, content, [], CONTEXTS, commit=True))
 
     first = save("first words", carol)  # creates carol's statistics row

@@ -15,8 +15,9 @@ from memory_bank.store import checkpoint
 from memory_bank.store import memories as store
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
+from memory_bank.store.owners import Owner
 
-OWNER = store.Owner("alice", None, "test")
+OWNER = Owner("alice", None, "test")
 THREAD = "memory-bank-wal-checkpoint"
 
 

@@ -10,9 +10,10 @@ from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import migrate
+from memory_bank.store.owners import Owner
 from memory_bank.store.schema import embedding_job, memory
 
-OWNER = store.Owner("alice", None, "test")
+OWNER = Owner("alice", None, "test")
 
 
 def _save(conn: sa.Connection, content: str) -> str:

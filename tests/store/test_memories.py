@@ -10,9 +10,10 @@ from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
 from memory_bank.store.engine import reading, writing
+from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_context
 
-OWNER = store.Owner("alice", None, "test")
+OWNER = Owner("alice", None, "test")
 
 
 def _insert(conn, owner, content, tags, contexts, **kwargs):
@@ -71,7 +72,7 @@ def test_delete_removes_contexts_postings_and_stats(service):
         service.engine,
         lambda c: _insert(c, OWNER, "apples and pears", ["fruit"], [_ctx("x")] * 3),
     )
-    other = store.Owner("bob", None, "test")
+    other = Owner("bob", None, "test")
     writing(service.engine, lambda c: _insert(c, other, "bob's apples", [], [_ctx("y")]))
     assert writing(service.engine, lambda c: store.delete_memory(c, "bob", row.id)) is False
     assert writing(service.engine, lambda c: store.delete_memory(c, "alice", row.id)) is True

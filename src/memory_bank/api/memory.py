@@ -7,7 +7,7 @@ from typing import Any
 from memory_bank import state as app_state
 from memory_bank.api.context import current_header, current_principal, current_switches
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.domain import edits, memories, writes
+from memory_bank.domain import edits, memories, search, writes
 from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
 
 
@@ -33,9 +33,7 @@ def postMemory(body: dict[str, Any]) -> Reply:
 def getMemorySearch(q: str, limit: int = 20, scope: str = "all", mode: str | None = None) -> Reply:
     """Search the caller's memories and their org's."""
     state = app_state.current()
-    found, used = memories.find(
-        state.db, current_principal(), q, limit, scope, mode, state.semantic
-    )
+    found, used = search.find(state.db, current_principal(), q, limit, scope, mode, state.semantic)
     return json_reply({"results": found, "mode": used})
 
 

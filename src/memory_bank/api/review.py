@@ -7,7 +7,7 @@ from typing import Any
 from memory_bank import state as app_state
 from memory_bank.api.context import current_principal
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.domain import edits, review
+from memory_bank.domain import edits, review, review_settings
 
 
 def getMemoryDrafts(limit: int = 20, cursor: str | None = None) -> Reply:
@@ -45,11 +45,11 @@ def postMemoryDraftReject(id: str) -> Reply:
 def getMemorySettings() -> Reply:
     """The caller's review settings."""
     state = app_state.current()
-    return json_reply(review.settings_view(state.db, state.settings, current_principal()))
+    return json_reply(review_settings.settings_view(state.db, state.settings, current_principal()))
 
 
 def putMemorySettings(body: dict[str, Any]) -> Reply:
     """Change the caller's review settings."""
     state = app_state.current()
-    changed = review.change_settings(state.db, state.settings, current_principal(), body)
+    changed = review_settings.change_settings(state.db, state.settings, current_principal(), body)
     return json_reply(changed)

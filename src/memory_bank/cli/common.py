@@ -10,7 +10,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from memory_bank.domain.reindex import prepare
 from memory_bank.settings import PREFIX, Secret, Settings
-from memory_bank.store import data_keys
+from memory_bank.store import master_key
 from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
@@ -76,4 +76,6 @@ def open_database(
 
 def _database(engine: Engine, settings: Settings, with_keys: bool) -> Database:
     """A Database over engine, sealing with the configured master key when with_keys."""
-    return Database(engine, keyring=data_keys.open_keyring(engine, settings) if with_keys else None)
+    return Database(
+        engine, keyring=master_key.open_keyring(engine, settings) if with_keys else None
+    )

@@ -10,7 +10,7 @@ from tqdm import tqdm
 from memory_bank.cli.common import EXIT_MASTER_KEY, CliError, open_database
 from memory_bank.domain import encryption
 from memory_bank.settings import PREFIX, Settings
-from memory_bank.store import crypto, data_keys, seal_existing
+from memory_bank.store import crypto, data_keys, master_key, seal_existing
 from memory_bank.store.engine import is_sqlite
 
 DEFAULT_KEY_FILE = "~/.config/memory-bank/master.key"
@@ -39,7 +39,7 @@ def cmd_init(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_rotate(args: argparse.Namespace, settings: Settings) -> int:
     """Re-wrap every data key under a new master key; resumable."""
     db = open_database(settings, with_keys=False)
-    old = data_keys.load_master(settings)
+    old = master_key.load_master(settings)
     if old is None:
         raise CliError(f"set {PREFIX}MASTER_KEY_FILE to the current (old) master key")
     new = crypto.read_master_key_file(args.new_key_file)

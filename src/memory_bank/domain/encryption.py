@@ -11,7 +11,7 @@ from functools import partial
 from sqlalchemy import Connection
 
 from memory_bank.search.document import postings_of
-from memory_bank.store import crypto, data_keys, seal_existing
+from memory_bank.store import crypto, data_keys, master_key, seal_existing
 from memory_bank.store.database import Database
 from memory_bank.store.sealed import SealedTable
 
@@ -133,7 +133,7 @@ def convert(
     if not to_sealed and not unfinished:
         with db.engine.begin() as conn:
             if not data_keys.owners(conn):
-                data_keys.record_master(conn, None)
+                master_key.record_master(conn, None)
     return unfinished
 
 
@@ -160,7 +160,7 @@ def rotate_master(
         if progress is not None:
             progress(1)
     with db.engine.begin() as conn:
-        data_keys.record_master(conn, new)
+        master_key.record_master(conn, new)
     return done
 
 

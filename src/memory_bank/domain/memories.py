@@ -12,16 +12,13 @@ from sqlalchemy import Connection
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, org_log, similar
 from memory_bank.domain.bodies import NewMemory
-from memory_bank.domain.semantic import Semantic
 from memory_bank.errors import MemoryNotFound, QuotaExceeded
 from memory_bank.ids import is_id, iso, new_id, utcnow
-from memory_bank.search import fusion
-from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
-from memory_bank.search.merge import merged
-from memory_bank.store import data_keys, drafts, postings
+from memory_bank.store import drafts, postings, tombstones
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
+from memory_bank.store.owners import Owner
 
 log = logging.getLogger("memory_bank.memories")
 NOT_FOUND = "No memory with this id."
@@ -87,10 +84,10 @@ def _hints_after_commit(
         return []
 
 
-def owner_of(principal: Principal, scope: str | None) -> store.Owner:
+def owner_of(principal: Principal, scope: str | None) -> Owner:
     """Who a save with this scope belongs to (the principal, or its org); 403 if not allowed."""
     owner = acl.save_owner(principal, scope)
-    return store.Owner(owner, principal.org_id, principal.source, principal.user_id)
+    return Owner(owner, principal.org_id, principal.source, principal.user_id)
 
 
 def check_quota(conn: Connection, user_id: str, max_memories: int) -> None:
@@ -151,7 +148,7 @@ def remove(
 
     def work(conn: Connection) -> bool:
         for owner in readable:
-            store.purge_tombstones(conn, owner, now - TOMBSTONE_KEPT)
+            tombstones.purge(conn, owner, now - TOMBSTONE_KEPT)
             exists, created_by, revision = store.author(conn, owner, memory_id)
             if exists:
                 acl.check_change(principal, owner, created_by)
@@ -163,7 +160,8 @@ def remove(
         # A retry of a delete that went through (the answer was lost, say) succeeds again:
         # the tombstone is the caller's own (or its org's), so this reveals nothing of others'.
         return any(
-            store.was_deleted(conn, owner, memory_id) and acl.may_repeat_delete(principal, owner)
+            tombstones.was_deleted(conn, owner, memory_id)
+            and acl.may_repeat_delete(principal, owner)
             for owner in readable
         )
 
@@ -175,13 +173,13 @@ def sweep_tombstones(db: Database) -> int:
     """Forget every user's tombstones past their day (start-up, `memory-bank drafts purge`)."""
     before = utcnow() - TOMBSTONE_KEPT
     with db.reading() as conn:
-        users = store.users_with_tombstones_before(conn, before)
+        users = tombstones.users_before(conn, before)
     return sum(db.writing(_tombstone_purger(user_id, before)) for user_id in users)
 
 
 def _tombstone_purger(user_id: str, before: datetime) -> Callable[[Connection], int]:
     """A write transaction that forgets one user's old tombstones."""
-    return lambda conn: store.purge_tombstones(conn, user_id, before)
+    return lambda conn: tombstones.purge(conn, user_id, before)
 
 
 def page(
@@ -207,115 +205,6 @@ def page(
         cursor.encode(secret, principal.user_id, "memories", rows[-1].id) if more else None
     )
     return {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
-
-
-def find(
-    db: Database,
-    principal: Principal,
-    query: str,
-    limit: int,
-    scope: str = "all",
-    mode: str | None = None,
-    semantic: Semantic | None = None,
-) -> tuple[list[dict[str, Any]], str]:
-    """The memories the principal reads (scope: user, org or all) that best match a query,
-    with scores, best first, and the mode that ranked them.
-
-    mode: "lexical" (BM25), "semantic" (cosine) or "hybrid" (search/fusion.py); the default is
-    hybrid when semantic search is on. Without it, or when the query cannot be embedded in time,
-    the answer is lexical and says so.
-    """
-    wanted = mode or ("hybrid" if semantic is not None else "lexical")
-    found: dict[str, store.MemoryRow] = {}
-    # The query is embedded on another thread while BM25 ranks here (onnxruntime and a remote
-    # provider's network wait both release the GIL), so hybrid costs about the larger of the
-    # two, not their sum.
-    pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
-    with db.reading() as conn:
-        owners = acl.readable_owners(principal, scope)
-        rankings = _candidates(conn, owners, query, limit) if wanted == "hybrid" and pending else {}
-        query_vector = pending() if pending is not None else None
-        if query_vector is None or semantic is None:
-            used, hits = "lexical", _lexical(conn, owners, query, limit)
-        else:
-            used = wanted
-            hits = _semantic(conn, owners, limit, wanted, semantic, query_vector, rankings)
-        for owner in owners:
-            ids = [mid for who, mid, _ in hits if who == owner]
-            found |= store.get_memories(conn, owner, ids)
-    results = []
-    for _, mid, score in hits:
-        if mid in found:
-            item = shape(found[mid])
-            item["score"] = round(score, 6)
-            results.append(item)
-    return results, used
-
-
-def _lexical(
-    conn: Connection, owners: list[str], query: str, limit: int
-) -> list[tuple[str, str, float]]:
-    """BM25 over each owner's index, merged; each owner's index ranks with its own statistics."""
-    # With encryption on, postings hold keyed hashes of terms: each owner's (a user's, an
-    # org's) query terms are hashed with that owner's key.
-    return merged(
-        (
-            (o, search_index.search(conn, o, query, limit, data_keys.sealer(conn, o).term_forms))
-            for o in owners
-        ),
-        limit,
-    )
-
-
-def _candidates(
-    conn: Connection, owners: list[str], query: str, limit: int
-) -> dict[str, tuple[search_index.Ranking, float]]:
-    """Each owner's BM25 candidates for the blend and their coverage of the query."""
-    n = max(fusion.BLEND.candidates, limit)
-    found = {}
-    for owner in owners:
-        ranking = search_index.rank(conn, owner, query, n, data_keys.sealer(conn, owner).term_forms)
-        found[owner] = (ranking, search_index.coverage(conn, owner, ranking))
-    return found
-
-
-def _semantic(
-    conn: Connection,
-    owners: list[str],
-    limit: int,
-    mode: str,
-    semantic: Semantic,
-    query_vector: Any,
-    rankings: dict[str, tuple[search_index.Ranking, float]],
-) -> list[tuple[str, str, float]]:
-    """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
-    owner's vectors; only vectors of the provider's model take part."""
-    blend = fusion.BLEND
-    lexical: list[tuple[tuple[str, str], float]] = []
-    dense: list[tuple[tuple[str, str], float]] = []
-    cosine: dict[tuple[str, str], float] = {}
-    coverage = 0.0
-    n = max(blend.candidates, limit)
-    for owner in owners:
-        matrix = semantic.matrix(conn, owner)
-        scores = matrix.scores(query_vector)
-        dense += [((owner, mid), s) for mid, s in matrix.top(scores, n)]
-        if mode == "semantic":
-            continue
-        ranking, covered = rankings[owner]
-        lexical += [((owner, mid), s) for mid, s in ranking.hits]
-        coverage = max(coverage, covered)
-        for mid, _ in ranking.hits:
-            row = matrix.row_of.get(mid)
-            if row is not None:
-                cosine[(owner, mid)] = float(scores[row])
-    if mode == "semantic":
-        dense.sort(key=lambda item: (item[1], item[0][1]), reverse=True)
-        return [(o, mid, s) for (o, mid), s in dense[:limit]]
-    cosine.update(dense)
-    weight = blend.dense_weight(coverage)
-    fused = fusion.fuse(lexical, dense, cosine, weight, limit)
-    return [(o, mid, s) for (o, mid), s in fused]
 
 
 def shape(row: store.MemoryRow) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from functools import partial
 from sqlalchemy import Connection, Engine
 
 from memory_bank.search.document import index_version, postings_of
-from memory_bank.store import data_keys, memories, postings, service_state
+from memory_bank.store import data_keys, documents, postings, service_state
 from memory_bank.store.database import Database
 from memory_bank.store.migrate import migrate
 
@@ -25,7 +25,7 @@ def prepare(engine: Engine, database: Callable[[Engine], Database] = Database) -
 
     Postings made by an older analyzer would silently miss matches, so they are rebuilt under
     the migration lock, by exactly one of the processes starting (see docs/search.md).
-    database(engine) checks the master key first (store/data_keys.open_keyring) and makes the
+    database(engine) checks the master key first (store/master_key.open_keyring) and makes the
     Database with it, so a rebuild reads sealed rows and writes hashed terms.
     """
     made: list[Database] = []
@@ -52,18 +52,18 @@ def record_version(conn: Connection) -> None:
 def count_memories(db: Database, user_id: str | None = None) -> int:
     """How many memories a rebuild will read."""
     with db.reading() as conn:
-        return memories.count(conn, user_id) if user_id is not None else memories.count_all(conn)
+        return documents.count(conn, user_id) if user_id is not None else documents.count_all(conn)
 
 
 def _users(db: Database) -> list[str]:
     """Every user that has memories or index statistics."""
     with db.reading() as conn:
-        return sorted(set(memories.owners(conn)) | set(postings.owners(conn)))
+        return sorted(set(documents.owners(conn)) | set(postings.owners(conn)))
 
 
 def _reindex_batch(conn: Connection, user_id: str, after: str, size: int) -> list[str]:
     """Re-analyse the user's next batch of memories (by id) and replace their postings."""
-    docs = memories.documents(conn, user_id, after, size)
+    docs = documents.documents(conn, user_id, after, size)
     if docs:
         seal = data_keys.sealer(conn, user_id)
         entries = {d.id: seal.postings(postings_of(d.content, d.tags, d.snippets)) for d in docs}
@@ -73,7 +73,7 @@ def _reindex_batch(conn: Connection, user_id: str, after: str, size: int) -> lis
 
 def _recount(conn: Connection, user_id: str) -> None:
     """Set a user's statistics from their memories and postings."""
-    postings.recount(conn, user_id, memories.count(conn, user_id))
+    postings.recount(conn, user_id, documents.count(conn, user_id))
 
 
 def rebuild(

@@ -19,8 +19,8 @@ from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
 from memory_bank.store import drafts as store
 from memory_bank.store import memories as memory_store
-from memory_bank.store import user_settings
 from memory_bank.store.database import Database
+from memory_bank.store.owners import Owner
 from memory_bank.store.user_settings import UserSettings
 
 REVIEW_SCOPE = "memory:review"
@@ -74,9 +74,7 @@ def submit_edit(
     state (current, locked, becomes edited); returns the DraftEnvelope."""
     now = utcnow()
     expires = now + timedelta(hours=settings.draft_ttl_hours)
-    owner = memory_store.Owner(
-        current.user_id, principal.org_id, principal.source, principal.user_id
-    )
+    owner = Owner(current.user_id, principal.org_id, principal.source, principal.user_id)
     contexts = [
         memory_store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], c["origin"])
         for c in edited.contexts
@@ -257,34 +255,6 @@ def sweep(db: Database) -> int:
 def _purger(user_id: str, now: datetime) -> Callable[[Connection], int]:
     """A write transaction that purges one user's expired drafts."""
     return lambda conn: store.purge_expired(conn, user_id, now)
-
-
-def settings_view(db: Database, settings: Settings, principal: Principal) -> dict[str, Any]:
-    """The caller's review settings and what is in effect for them."""
-    with db.reading() as conn:
-        mine = user_settings.get(conn, principal.user_id)
-    return _settings_body(settings, mine.review_required)
-
-
-def change_settings(
-    db: Database, settings: Settings, principal: Principal, body: dict[str, Any]
-) -> dict[str, Any]:
-    """Change the caller's own review opt-in."""
-    wanted = body.get("review_required")
-    changed = db.writing(
-        lambda conn: user_settings.change(conn, principal.user_id, review_required=wanted),
-    )
-    return _settings_body(settings, changed.review_required)
-
-
-def _settings_body(settings: Settings, mine: bool) -> dict[str, Any]:
-    """The UserSettings response."""
-    return {
-        "review_required": mine,
-        "server_review_required": settings.review_required,
-        "review_in_effect": mine or settings.review_required,
-        "draft_ttl_hours": settings.draft_ttl_hours,
-    }
 
 
 def shape_draft(row: store.DraftRow) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from memory_bank.search.document import postings_of
 from memory_bank.store import data_keys, transfer
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
+from memory_bank.store.owners import Owner
 
 # The first line of every export names its format and version; import reads no other.
 FORMAT = "memory-bank-export"
@@ -142,7 +143,7 @@ def restore(
                 index = postings_of(m.content, m.tags, [c.snippet for c in m.contexts])
                 store.insert_memory(
                     conn,
-                    store.Owner(user_id, None, m.source),
+                    Owner(user_id, None, m.source),
                     m.content,
                     m.tags,
                     m.contexts,

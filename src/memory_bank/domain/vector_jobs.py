@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from memory_bank.domain.semantic import Semantic
 from memory_bank.search.embeddings import embed_text
-from memory_bank.store import memories, vectors
+from memory_bank.store import documents, vectors
 from memory_bank.store.database import Database
 
 log = logging.getLogger("memory_bank.embeddings")
@@ -37,7 +37,7 @@ def drain_once(db: Database, semantic: Semantic, size: int = BATCH) -> int:
     settled = 0
     for owner, owned in by_owner.items():
         with db.reading() as conn:
-            found = memories.documents_by_id(conn, owner, list({j.memory_id for j in owned}))
+            found = documents.documents_by_id(conn, owner, list({j.memory_id for j in owned}))
         raw = _embed(semantic, found)
         dim = len(next(iter(raw.values()))) // 4 if raw else 0
         done = [j.id for j in owned]
@@ -50,7 +50,7 @@ def drain_once(db: Database, semantic: Semantic, size: int = BATCH) -> int:
     return settled
 
 
-def _embed(semantic: Semantic, found: list[memories.Document]) -> dict[str, bytes]:
+def _embed(semantic: Semantic, found: list[documents.Document]) -> dict[str, bytes]:
     """The memories' vectors as float32 bytes. A batch the provider refuses as such (not an
     outage) is sent one memory at a time, and a memory it refuses alone is left without a
     vector (found lexically), so one bad memory cannot block the queue behind it."""

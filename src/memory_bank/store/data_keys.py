@@ -2,8 +2,8 @@
 statement uses to seal and open one owner's rows.
 
 A connection from a Database with a keyring (store/database.py) seals every user-text column
-it writes; without one nothing is sealed, and start-up (check_master) refuses a database that holds
-sealed data. Every statement on owner_key filters by user_id, except the operator's
+it writes; without one nothing is sealed, and start-up (store/master_key.py) refuses a database
+that holds sealed data. Every statement on owner_key filters by user_id, except the operator's
 maintenance reads named as such.
 """
 
@@ -14,25 +14,20 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from memory_bank.errors import InternalError
 from memory_bank.ids import utcnow
-from memory_bank.settings import Settings
-from memory_bank.store import crypto, database, service_state
-from memory_bank.store.engine import reading
+from memory_bank.store import crypto, database
 from memory_bank.store.owners import is_org
 from memory_bank.store.postings import Postings
 from memory_bank.store.schema import memory, memory_draft, owner_key
-from memory_bank.store.schema import service_state as state_table
 
 log = logging.getLogger("memory_bank.crypto")
 
 SEALED = "sealed"
 MIXED = "mixed"
-# service_state: the fingerprint of the master key this database was last opened with.
-MASTER_ID_STATE = "master_key_id"
 
 
 class StoredDataUnreadable(InternalError):
@@ -281,85 +276,3 @@ def owners(conn: Connection, master_id: str | None = None) -> list[str]:
     if master_id is not None:
         stmt = stmt.where(owner_key.c.master_id != master_id)
     return sorted(conn.execute(stmt).scalars())
-
-
-def load_master(settings: Settings) -> crypto.MasterKey | None:
-    """The configured master key (the file first), None when encryption is off."""
-    if settings.master_key_file:
-        return crypto.read_master_key_file(settings.master_key_file)
-    if settings.master_key:
-        return crypto.parse_master_key(settings.master_key.reveal())
-    return None
-
-
-def open_keyring(engine: Engine, settings: Settings) -> Keyring | None:
-    """Check the configured master key against the database; the keyring to seal with.
-
-    KeyProblem, with a message for the operator, when the key is wrong, damaged or missing
-    while the database holds encrypted data: the process must not start.
-    """
-    master = load_master(settings)
-    check_master(engine, master)
-    if master is None:
-        return None
-    with engine.begin() as conn:
-        if service_state.get(conn, MASTER_ID_STATE) != master.fingerprint:
-            record_master(conn, master)
-    return Keyring(master, settings.key_cache_size)
-
-
-def check_master(engine: Engine, master: crypto.MasterKey | None) -> None:
-    """Refuse (KeyProblem) a master key, or its absence, that this database's keys disagree with.
-
-    Run once at start-up, before anything is served: a wrong or missing key stops the process
-    with a message instead of failing every request.
-    """
-    with reading(engine) as conn:
-        by_master: dict[str, int] = dict(
-            conn.execute(
-                select(owner_key.c.master_id, func.count()).group_by(owner_key.c.master_id)
-            ).all()
-        )
-        recorded = service_state.get(conn, MASTER_ID_STATE)
-        sample = None
-        if master is not None and by_master.get(master.fingerprint):
-            sample = conn.execute(
-                select(owner_key.c.user_id, owner_key.c.wrapped)
-                .where(owner_key.c.master_id == master.fingerprint)
-                .limit(1)
-            ).first()
-    held = sum(by_master.values())
-    if master is None:
-        if held or recorded:
-            raise crypto.KeyProblem(
-                f"this database holds encrypted memories ({held} data key(s), master key "
-                f"{recorded or next(iter(by_master))}); set MEMORY_BANK_MASTER_KEY_FILE "
-                "(or MEMORY_BANK_MASTER_KEY) to its master key"
-            )
-        return
-    others = {mid: n for mid, n in by_master.items() if mid != master.fingerprint}
-    if others:
-        if by_master.get(master.fingerprint):
-            raise crypto.KeyProblem(
-                f"{sum(others.values())} data key(s) are still wrapped by another master key: "
-                "finish `memory-bank crypto rotate-master` before starting"
-            )
-        raise crypto.KeyProblem(
-            f"wrong master key: this database's data keys were wrapped by master key "
-            f"{', '.join(sorted(others))}, the configured one is {master.fingerprint}"
-        )
-    if recorded and recorded != master.fingerprint and not held:
-        raise crypto.KeyProblem(
-            f"wrong master key: this database was encrypted with master key {recorded}, "
-            f"the configured one is {master.fingerprint}"
-        )
-    if sample is not None:
-        crypto.unwrap(master, owner_of_user(sample.user_id), sample.wrapped)
-
-
-def record_master(conn: Connection, master: crypto.MasterKey | None) -> None:
-    """Remember which master key this database is encrypted with (None: it no longer is)."""
-    if master is None:
-        conn.execute(delete(state_table).where(state_table.c.name == MASTER_ID_STATE))
-        return
-    service_state.put(conn, MASTER_ID_STATE, master.fingerprint)

@@ -13,7 +13,8 @@ from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import new_id
 from memory_bank.store import data_keys
-from memory_bank.store.memories import NewContext, Owner
+from memory_bank.store.memories import NewContext
+from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_draft, review_audit
 
 # Audit actions, as stored.

@@ -20,7 +20,6 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
-    func,
     insert,
     select,
     tuple_,
@@ -28,10 +27,10 @@ from sqlalchemy import (
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, data_keys, postings, revisions, vectors
+from memory_bank.store import batch, data_keys, postings, revisions, tombstones, vectors
 from memory_bank.store.engine import is_sqlite
-from memory_bank.store.owners import is_org
-from memory_bank.store.schema import memory, memory_context, memory_tombstone
+from memory_bank.store.owners import Owner
+from memory_bank.store.schema import memory, memory_context
 
 
 @dataclass(frozen=True)
@@ -42,22 +41,6 @@ class NewContext:
     conversation_id: str | None
     message_id: str | None
     origin: str | None
-
-
-@dataclass(frozen=True)
-class Owner:
-    """Who a row belongs to and where it came from: user_id is the owner key (a user, or an
-    org's key for an org memory) and created_by the user who saved it."""
-
-    user_id: str
-    org_id: str | None
-    source: str
-    created_by: str | None = None
-
-    @property
-    def scope(self) -> str:
-        """The scope a row of this owner shows: "org" for an org's key, else "user"."""
-        return "org" if is_org(self.user_id) else "user"
 
 
 @dataclass
@@ -354,130 +337,8 @@ def delete_memory(
         )
     )
     conn.execute(delete(memory).where(memory.c.user_id == user_id, memory.c.id == memory_id))
-    conn.execute(
-        insert(memory_tombstone).values(
-            user_id=user_id, memory_id=memory_id, deleted_at=now or utcnow()
-        )
-    )
+    tombstones.add(conn, user_id, memory_id, now or utcnow())
     return True
-
-
-def was_deleted(conn: Connection, user_id: str, memory_id: str) -> bool:
-    """Whether the user deleted this memory and its tombstone is still kept."""
-    # A locking (shared) read sees the newest committed tombstone: a plain read would use the
-    # transaction's snapshot, taken before a concurrent delete of the same memory committed,
-    # and the retry that waited for that delete would answer 404 instead of 204 (MariaDB).
-    found = conn.execute(
-        select(memory_tombstone.c.memory_id)
-        .where(memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id)
-        .with_for_update(read=True)
-    ).first()
-    return found is not None
-
-
-def purge_tombstones(conn: Connection, user_id: str, before: datetime) -> int:
-    """Forget the user's tombstones older than `before`; returns how many.
-
-    Found with a plain read, then deleted one key at a time: a range DELETE would lock the
-    index gap it scanned on MySQL/MariaDB, and two concurrent deletes of one user, each then
-    inserting its own tombstone into that gap, deadlocked.
-    """
-    old = conn.execute(
-        select(memory_tombstone.c.memory_id).where(
-            memory_tombstone.c.user_id == user_id, memory_tombstone.c.deleted_at < before
-        )
-    ).scalars()
-    gone = 0
-    for memory_id in list(old):
-        result = conn.execute(
-            delete(memory_tombstone).where(
-                memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id
-            )
-        )
-        gone += int(result.rowcount or 0)
-    return gone
-
-
-def users_with_tombstones_before(conn: Connection, before: datetime) -> list[str]:
-    """Users with tombstones older than `before`: a cross-user read, for the operator's sweep."""
-    rows = conn.execute(
-        select(memory_tombstone.c.user_id).where(memory_tombstone.c.deleted_at < before).distinct()
-    ).all()
-    return [r.user_id for r in rows]
-
-
-def count(conn: Connection, user_id: str) -> int:
-    """How many memories the user has, counted from the rows themselves."""
-    stmt = select(func.count()).select_from(memory).where(memory.c.user_id == user_id)
-    return int(conn.execute(stmt).scalar() or 0)
-
-
-def count_all(conn: Connection) -> int:
-    """How many memories there are: a cross-user read, for the operator's maintenance only."""
-    return int(conn.execute(select(func.count()).select_from(memory)).scalar() or 0)
-
-
-def owners(conn: Connection) -> list[str]:
-    """Every user with memories: a cross-user read, for the operator's maintenance only."""
-    return sorted(conn.execute(select(memory.c.user_id).distinct()).scalars())
-
-
-@dataclass(frozen=True)
-class Document:
-    """What the index is made from: a memory's content, tags and context snippets."""
-
-    id: str
-    content: str
-    tags: list[str]
-    snippets: list[str]
-
-
-def documents(conn: Connection, user_id: str, after: str, size: int) -> list[Document]:
-    """The user's next size memories with ids after `after`, as index documents, by id."""
-    rows = conn.execute(
-        select(memory.c.id, memory.c.content, memory.c.tags)
-        .where(memory.c.user_id == user_id, memory.c.id > after)
-        .order_by(memory.c.id)
-        .limit(size)
-    ).all()
-    return _opened(conn, user_id, rows)
-
-
-def documents_by_id(conn: Connection, user_id: str, ids: Sequence[str]) -> list[Document]:
-    """The owner's memories among these ids (deleted ones are absent), as documents."""
-    if not ids:
-        return []
-    rows = conn.execute(
-        select(memory.c.id, memory.c.content, memory.c.tags).where(
-            memory.c.user_id == user_id, memory.c.id.in_(list(ids))
-        )
-    ).all()
-    return _opened(conn, user_id, rows)
-
-
-def _opened(conn: Connection, user_id: str, rows: Sequence[Any]) -> list[Document]:
-    """Memory rows (id, content, tags) opened with their context snippets, in row order."""
-    seal = data_keys.sealer(conn, user_id)
-    snippets: dict[str, list[str]] = {r.id: [] for r in rows}
-    if rows:
-        for cid, mid, snippet in conn.execute(
-            select(memory_context.c.id, memory_context.c.memory_id, memory_context.c.snippet)
-            .where(
-                memory_context.c.user_id == user_id,
-                memory_context.c.memory_id.in_(list(snippets)),
-            )
-            .order_by(memory_context.c.memory_id, memory_context.c.position)
-        ):
-            snippets[mid].append(seal.open("memory_context.snippet", cid, snippet))
-    return [
-        Document(
-            r.id,
-            seal.open("memory.content", r.id, r.content),
-            json.loads(seal.open("memory.tags", r.id, r.tags)),
-            snippets[r.id],
-        )
-        for r in rows
-    ]
 
 
 def _owned(sqlite: bool, user_col: Any, id_col: Any) -> ColumnElement[bool]:

@@ -9,6 +9,8 @@ on an owner table still names exactly one owner. User ids may not start with `or
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 ORG_PREFIX = "org:"
 # An owner key must fit the 128-character owner columns.
 MAX_ORG_ID = 128 - len(ORG_PREFIX)
@@ -27,3 +29,19 @@ def is_org(owner: str) -> bool:
 def org_of(owner: str) -> str | None:
     """The org id of an org owner key; None for a user."""
     return owner[len(ORG_PREFIX) :] if is_org(owner) else None
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who a row belongs to and where it came from: user_id is the owner key (a user, or an
+    org's key for an org memory) and created_by the user who saved it."""
+
+    user_id: str
+    org_id: str | None
+    source: str
+    created_by: str | None = None
+
+    @property
+    def scope(self) -> str:
+        """The scope a row of this owner shows: "org" for an org's key, else "user"."""
+        return "org" if is_org(self.user_id) else "user"

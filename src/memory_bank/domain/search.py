@@ -1,0 +1,128 @@
+"""Search: the memories a caller reads ranked for a query, lexically (BM25), by meaning
+(cosine) or both (the adaptive blend of search/fusion.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+
+from memory_bank.auth import Principal
+from memory_bank.domain import acl
+from memory_bank.domain.memories import shape
+from memory_bank.domain.semantic import Semantic
+from memory_bank.search import fusion
+from memory_bank.search import index as search_index
+from memory_bank.search.merge import merged
+from memory_bank.store import data_keys
+from memory_bank.store import memories as store
+from memory_bank.store.database import Database
+
+
+def find(
+    db: Database,
+    principal: Principal,
+    query: str,
+    limit: int,
+    scope: str = "all",
+    mode: str | None = None,
+    semantic: Semantic | None = None,
+) -> tuple[list[dict[str, Any]], str]:
+    """The memories the principal reads (scope: user, org or all) that best match a query,
+    with scores, best first, and the mode that ranked them.
+
+    mode: "lexical" (BM25), "semantic" (cosine) or "hybrid" (search/fusion.py); the default is
+    hybrid when semantic search is on. Without it, or when the query cannot be embedded in time,
+    the answer is lexical and says so.
+    """
+    wanted = mode or ("hybrid" if semantic is not None else "lexical")
+    found: dict[str, store.MemoryRow] = {}
+    # The query is embedded on another thread while BM25 ranks here (onnxruntime and a remote
+    # provider's network wait both release the GIL), so hybrid costs about the larger of the
+    # two, not their sum.
+    pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
+    with db.reading() as conn:
+        owners = acl.readable_owners(principal, scope)
+        rankings = _candidates(conn, owners, query, limit) if wanted == "hybrid" and pending else {}
+        query_vector = pending() if pending is not None else None
+        if query_vector is None or semantic is None:
+            used, hits = "lexical", _lexical(conn, owners, query, limit)
+        else:
+            used = wanted
+            hits = _semantic(conn, owners, limit, wanted, semantic, query_vector, rankings)
+        for owner in owners:
+            ids = [mid for who, mid, _ in hits if who == owner]
+            found |= store.get_memories(conn, owner, ids)
+    results = []
+    for _, mid, score in hits:
+        if mid in found:
+            item = shape(found[mid])
+            item["score"] = round(score, 6)
+            results.append(item)
+    return results, used
+
+
+def _lexical(
+    conn: Connection, owners: list[str], query: str, limit: int
+) -> list[tuple[str, str, float]]:
+    """BM25 over each owner's index, merged; each owner's index ranks with its own statistics."""
+    # With encryption on, postings hold keyed hashes of terms: each owner's (a user's, an
+    # org's) query terms are hashed with that owner's key.
+    return merged(
+        (
+            (o, search_index.search(conn, o, query, limit, data_keys.sealer(conn, o).term_forms))
+            for o in owners
+        ),
+        limit,
+    )
+
+
+def _candidates(
+    conn: Connection, owners: list[str], query: str, limit: int
+) -> dict[str, tuple[search_index.Ranking, float]]:
+    """Each owner's BM25 candidates for the blend and their coverage of the query."""
+    n = max(fusion.BLEND.candidates, limit)
+    found = {}
+    for owner in owners:
+        ranking = search_index.rank(conn, owner, query, n, data_keys.sealer(conn, owner).term_forms)
+        found[owner] = (ranking, search_index.coverage(conn, owner, ranking))
+    return found
+
+
+def _semantic(
+    conn: Connection,
+    owners: list[str],
+    limit: int,
+    mode: str,
+    semantic: Semantic,
+    query_vector: Any,
+    rankings: dict[str, tuple[search_index.Ranking, float]],
+) -> list[tuple[str, str, float]]:
+    """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
+    owner's vectors; only vectors of the provider's model take part."""
+    blend = fusion.BLEND
+    lexical: list[tuple[tuple[str, str], float]] = []
+    dense: list[tuple[tuple[str, str], float]] = []
+    cosine: dict[tuple[str, str], float] = {}
+    coverage = 0.0
+    n = max(blend.candidates, limit)
+    for owner in owners:
+        matrix = semantic.matrix(conn, owner)
+        scores = matrix.scores(query_vector)
+        dense += [((owner, mid), s) for mid, s in matrix.top(scores, n)]
+        if mode == "semantic":
+            continue
+        ranking, covered = rankings[owner]
+        lexical += [((owner, mid), s) for mid, s in ranking.hits]
+        coverage = max(coverage, covered)
+        for mid, _ in ranking.hits:
+            row = matrix.row_of.get(mid)
+            if row is not None:
+                cosine[(owner, mid)] = float(scores[row])
+    if mode == "semantic":
+        dense.sort(key=lambda item: (item[1], item[0][1]), reverse=True)
+        return [(o, mid, s) for (o, mid), s in dense[:limit]]
+    cosine.update(dense)
+    weight = blend.dense_weight(coverage)
+    fused = fusion.fuse(lexical, dense, cosine, weight, limit)
+    return [(o, mid, s) for (o, mid), s in fused]
