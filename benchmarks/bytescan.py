@@ -24,7 +24,7 @@ import common
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
 from memory_bank.state import dispose
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import writing
 
 
@@ -55,7 +55,7 @@ def scan(url: str, master_key: str) -> dict[str, Any]:
     engine = state_of(app).engine
 
     def auth(scopes: tuple[str, ...]) -> dict[str, str]:
-        secret, _ = writing(engine, lambda c: keys.create_key(c, "alice", scopes, "bench"))
+        secret, _ = writing(engine, lambda c: api_keys.create_key(c, "alice", scopes, "bench"))
         return {"Authorization": f"Bearer {secret}"}
 
     reviewer = auth(("mcp:read", "mcp:write", "memory:review"))

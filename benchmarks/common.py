@@ -187,7 +187,7 @@ class LeanClient:
 def make_key(database_url: str, user: str, org: str | None = None) -> str:
     """A read/write API key for a user (with org:write in its org, if any), minted straight in
     the database."""
-    from memory_bank.store import keys
+    from memory_bank.store import api_keys
     from memory_bank.store.engine import make_engine, writing
     from memory_bank.store.migrate import migrate
 
@@ -195,7 +195,7 @@ def make_key(database_url: str, user: str, org: str | None = None) -> str:
     migrate(engine)
     secret, _ = writing(
         engine,
-        lambda conn: keys.create_key(
+        lambda conn: api_keys.create_key(
             conn,
             user,
             ("mcp:read", "mcp:write", "org:write") if org else ("mcp:read", "mcp:write"),

@@ -27,7 +27,7 @@ import httpx
 import sqlalchemy as sa
 
 from common import start_server
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
 from memory_bank.store.schema import memory, memory_context, memory_term, memory_user_stats
@@ -50,7 +50,8 @@ def make_keys(database_url: str, users: int) -> dict[str, str]:
     for i in range(users):
         user = f"load-user-{i}"
         secret, _ = writing(
-            engine, lambda conn, u=user: keys.create_key(conn, u, ("mcp:read", "mcp:write"), "load")
+            engine,
+            lambda conn, u=user: api_keys.create_key(conn, u, ("mcp:read", "mcp:write"), "load"),
         )
         found[user] = secret
     engine.dispose()

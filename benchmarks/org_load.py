@@ -22,7 +22,7 @@ import httpx
 
 from common import start_server
 from load import WORDS, _throwaway_mariadb, orphans
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
 
@@ -51,7 +51,7 @@ def make_members(database_url: str, users: int, orgs: int) -> list[Member]:
         user, org = f"org-load-{i}", (None if i % 3 == 2 else f"load-org-{i % orgs}")
         scopes = SCOPES if org else SCOPES[:2]
         secret, _ = writing(
-            engine, lambda conn, u=user, o=org, s=scopes: keys.create_key(conn, u, s, "load", o)
+            engine, lambda conn, u=user, o=org, s=scopes: api_keys.create_key(conn, u, s, "load", o)
         )
         found.append(Member(user, org, secret))
     engine.dispose()

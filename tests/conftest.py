@@ -19,7 +19,7 @@ from databases import wipe
 from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import writing
 
@@ -100,7 +100,7 @@ class Service:
         """Create an API key and return its secret."""
         secret, _ = writing(
             self.engine,
-            lambda conn: keys.create_key(conn, user, scopes, source, org, expires_at),
+            lambda conn: api_keys.create_key(conn, user, scopes, source, org, expires_at),
         )
         return secret
 

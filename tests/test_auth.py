@@ -7,7 +7,7 @@ from datetime import timedelta
 from contract import assert_problem, row_counts
 from memory_bank.ids import utcnow
 from memory_bank.spec import load_spec, requirements
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import writing
 
 OPERATIONS = [
@@ -49,7 +49,7 @@ def test_missing_or_malformed_credentials_are_401(service):
 def test_a_401_says_how_to_get_a_key_and_whether_the_key_was_bad(service):
     secret = service.key()
     record = next(k for k in _keys(service) if secret[3:].startswith(k.prefix))
-    writing(service.engine, lambda conn: keys.revoke_key(conn, record.id))
+    writing(service.engine, lambda conn: api_keys.revoke_key(conn, record.id))
     missing = service.client.get("/v1/memory")
     unknown = service.client.get("/v1/memory", headers={"Authorization": "Bearer mb_" + "A" * 43})
     revoked = service.client.get("/v1/memory", headers={"Authorization": f"Bearer {secret}"})
@@ -77,11 +77,11 @@ def test_revoked_key_is_401(service):
     headers = {"Authorization": f"Bearer {secret}"}
     assert service.client.get("/v1/memory", headers=headers).status_code == 200
     record = next(k for k in _keys(service) if secret[3:].startswith(k.prefix))
-    assert writing(service.engine, lambda conn: keys.revoke_key(conn, record.id))
+    assert writing(service.engine, lambda conn: api_keys.revoke_key(conn, record.id))
     for method, path, kwargs in OPERATIONS:
         _assert_401(_call(service, method, path, kwargs, headers))
     # Revoking twice reports that nothing was left to revoke.
-    assert not writing(service.engine, lambda conn: keys.revoke_key(conn, record.id))
+    assert not writing(service.engine, lambda conn: api_keys.revoke_key(conn, record.id))
 
 
 def test_expired_key_is_401_and_unexpired_key_works(service):
@@ -196,4 +196,4 @@ def test_probes_need_no_credential(service):
 
 def _keys(service):
     with service.engine.connect() as conn:
-        return keys.list_keys(conn)
+        return api_keys.list_keys(conn)

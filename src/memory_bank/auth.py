@@ -8,7 +8,7 @@ from sqlalchemy import Connection
 
 from memory_bank.errors import InsufficientScope, Unauthorized
 from memory_bank.ids import utcnow
-from memory_bank.store import keys, owners
+from memory_bank.store import api_keys, owners
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Principal:
         return scope in self.scopes
 
 
-def principal_of(record: keys.KeyRecord | None) -> Principal:
+def principal_of(record: api_keys.KeyRecord | None) -> Principal:
     """The principal of a looked-up key; 401 when there is none or it is revoked or expired."""
     if record is None:
         raise Unauthorized.invalid_token("The API key is not valid.")
@@ -46,7 +46,7 @@ def principal_of(record: keys.KeyRecord | None) -> Principal:
 
 def authenticate(conn: Connection, token: str) -> Principal:
     """The principal of a presented key, or 401."""
-    return principal_of(keys.find_key(conn, token))
+    return principal_of(api_keys.find_key(conn, token))
 
 
 def require(principal: Principal, scopes: tuple[str, ...]) -> None:

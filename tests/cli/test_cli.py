@@ -14,7 +14,7 @@ from memory_bank import cli
 from memory_bank.cli.common import open_database
 from memory_bank.cli.serve import ensure_local_key
 from memory_bank.settings import Settings, documented
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
 
 UNREACHABLE = "mysql+pymysql://agent:s3cret-pw@127.0.0.1:1/memory"
@@ -60,7 +60,7 @@ def test_keys_list_filters_by_user_and_shows_state(database_url, capsys):
     engine = make_engine(database_url)
     _, record = writing(
         engine,
-        lambda conn: keys.create_key(
+        lambda conn: api_keys.create_key(
             conn, "dave", ("mcp:read",), "api", None, datetime(2000, 1, 1)
         ),
     )

@@ -23,7 +23,7 @@ from memory_bank.domain import acl, vector_jobs
 from memory_bank.errors import InsufficientScope, OrgScopeForbidden
 from memory_bank.ids import new_id
 from memory_bank.search import mpnet
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine, writing
 
@@ -114,7 +114,7 @@ def world(
 
             def key(user: str, org: str | None, scopes: tuple[str, ...]) -> dict[str, str]:
                 secret, _ = writing(
-                    engine, lambda conn: keys.create_key(conn, user, scopes, "acl-test", org)
+                    engine, lambda conn: api_keys.create_key(conn, user, scopes, "acl-test", org)
                 )
                 return {"Authorization": f"Bearer {secret}"}
 

@@ -6,7 +6,7 @@ import socket
 import time
 
 from live_server import start_server, stop_server
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
 
 
@@ -27,7 +27,7 @@ def test_a_body_that_stops_arriving_is_a_408_and_the_connection_closes(tmp_path)
     try:
         engine = make_engine(url, 1)
         secret, _ = writing(
-            engine, lambda c: keys.create_key(c, "alice", keys.PERSONAL_SCOPES, "t")
+            engine, lambda c: api_keys.create_key(c, "alice", api_keys.PERSONAL_SCOPES, "t")
         )
         engine.dispose()
         host, port = server.base_url.removeprefix("http://").split(":")

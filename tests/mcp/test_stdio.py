@@ -11,7 +11,7 @@ from mcp_helpers import CORE, assert_standalone_schema, expected_tools, payload
 
 from mcp import Client, StdioServerParameters
 from memory_bank.mcp.stdio_auth import LOCAL_LABEL, LOCAL_USER
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
 
@@ -157,7 +157,7 @@ def test_stdio_lists_tools_and_runs_the_search_first_flow(service, database_url)
 
     anyio.run(run)
     with service.engine.connect() as conn:
-        local_keys = keys.list_keys(conn, LOCAL_USER)
+        local_keys = api_keys.list_keys(conn, LOCAL_USER)
     assert [(k.label, k.revoked_at) for k in local_keys] == [(LOCAL_LABEL, None)]
     assert set(local_keys[0].scopes) == {"mcp:read", "mcp:write"}
     # Bob's memory survived the other user's delete attempt.
@@ -167,13 +167,13 @@ def test_stdio_lists_tools_and_runs_the_search_first_flow(service, database_url)
 def test_a_key_revoked_mid_session_names_the_setting_not_a_header(service, database_url):
     secret = service.key("carol")
     with service.engine.connect() as conn:
-        (carol,) = keys.list_keys(conn, "carol")
+        (carol,) = api_keys.list_keys(conn, "carol")
 
     async def run() -> None:
         async with Client(stdio_server(database_url, key=secret)) as client:
             saved = await client.call_tool("postMemory", {"content": "Before the revoke"})
             assert not saved.is_error, saved.content
-            writing(service.engine, lambda conn: keys.revoke_key(conn, carol.id))
+            writing(service.engine, lambda conn: api_keys.revoke_key(conn, carol.id))
             refused = await client.call_tool("postMemory", {"content": "After the revoke"})
             assert refused.is_error and payload(refused)["status"] == 401
             detail = payload(refused)["detail"]
@@ -197,11 +197,11 @@ def test_a_revoked_local_key_is_replaced_not_reused(tmp_path):
     anyio.run(save, "first")
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        (first,) = keys.list_keys(conn, LOCAL_USER)
-    writing(engine, lambda conn: keys.revoke_key(conn, first.id))
+        (first,) = api_keys.list_keys(conn, LOCAL_USER)
+    writing(engine, lambda conn: api_keys.revoke_key(conn, first.id))
     anyio.run(save, "after the revoke")
     with engine.connect() as conn:
-        after = keys.list_keys(conn, LOCAL_USER)
+        after = api_keys.list_keys(conn, LOCAL_USER)
     engine.dispose()
     assert len(after) == 2 and after[0].id == first.id
     assert after[1].revoked_at is None
@@ -231,7 +231,7 @@ def test_a_key_that_cannot_act_stops_stdio_at_start(tmp_path):
     assert "memory-bank keys create" in bad.stderr
     engine = make_engine(database_url)
     reviewer, _ = writing(
-        engine, lambda conn: keys.create_key(conn, "local", ("memory:review",), "test-suite")
+        engine, lambda conn: api_keys.create_key(conn, "local", ("memory:review",), "test-suite")
     )
     engine.dispose()
     review_only = start_stdio(database_url=database_url, key=reviewer)
@@ -253,7 +253,7 @@ def test_stdio_read_only_key_cannot_write(tmp_path):
     engine = make_engine(database_url)
     migrate(engine)
     read_only, _ = writing(
-        engine, lambda conn: keys.create_key(conn, "local", ("mcp:read",), "test-suite")
+        engine, lambda conn: api_keys.create_key(conn, "local", ("mcp:read",), "test-suite")
     )
     engine.dispose()
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from live_server import start_server, stop_server
 from memory_bank.search.document import postings_of
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.schema import (
     memory,
@@ -33,7 +33,7 @@ def _headers(database_url: str, user: str = "alice") -> dict[str, str]:
     try:
         secret, _ = writing(
             engine,
-            lambda conn: keys.create_key(conn, user, ("mcp:read", "mcp:write"), "edit-test"),
+            lambda conn: api_keys.create_key(conn, user, ("mcp:read", "mcp:write"), "edit-test"),
         )
     finally:
         engine.dispose()

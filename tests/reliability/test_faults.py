@@ -271,7 +271,7 @@ def test_exhausted_pool_is_a_503_not_a_hang(mariadb_url):
 
     from memory_bank.app import create_app, state_of
     from memory_bank.settings import Settings
-    from memory_bank.store import keys
+    from memory_bank.store import api_keys
     from memory_bank.store.engine import writing
 
     app = create_app(
@@ -283,7 +283,7 @@ def test_exhausted_pool_is_a_503_not_a_hang(mariadb_url):
         )
     )
     engine = state_of(app).engine
-    secret, _ = writing(engine, lambda c: keys.create_key(c, "alice", ("mcp:read",), "t"))
+    secret, _ = writing(engine, lambda c: api_keys.create_key(c, "alice", ("mcp:read",), "t"))
     # Hold every pooled connection (pool_size 1 + overflow 1), as a stuck database would.
     held = [engine.connect(), engine.connect()]
     try:

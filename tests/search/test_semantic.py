@@ -452,7 +452,7 @@ def test_the_worker_drains_the_outbox_in_the_background(make_service):
 @pytest.mark.slow
 def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_server):
     from live_server import start_server, stop_server
-    from memory_bank.store import keys
+    from memory_bank.store import api_keys
     from memory_bank.store.engine import make_engine
 
     slow = embedding_server("other-minilm", "--delay", "60")
@@ -465,7 +465,9 @@ def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_ser
     try:
         secret, _ = writing(
             engine,
-            lambda conn: keys.create_key(conn, "alice", ("mcp:read", "mcp:write"), "t", None, None),
+            lambda conn: api_keys.create_key(
+                conn, "alice", ("mcp:read", "mcp:write"), "t", None, None
+            ),
         )
         headers = {"Authorization": f"Bearer {secret}"}
         saved = set()

@@ -20,14 +20,14 @@ from memory_bank.store.schema import memory
 
 
 def _key_statement() -> sa.Select:
-    from memory_bank.store.keys import _FIND_WITH_SWITCHES
+    from memory_bank.store.api_keys import _FIND_WITH_SWITCHES
 
     return _FIND_WITH_SWITCHES
 
 
 @pytest.mark.parametrize("driver", ["pymysql", "mysqldb"])
 def test_the_key_lookup_reads_through_the_driver_with_sqlalchemys_answer(mariadb_url, driver):
-    from memory_bank.store import keys, user_settings
+    from memory_bank.store import api_keys, user_settings
 
     if driver == "mysqldb":
         require_mysqlclient()
@@ -36,14 +36,14 @@ def test_the_key_lookup_reads_through_the_driver_with_sqlalchemys_answer(mariadb
     engine = make_engine(url.render_as_string(hide_password=False), pool_size=1)
     migrate(engine)
     auth = make_auth_engine(engine)
-    secret, record = writing(engine, lambda c: keys.create_key(c, "alice", ("mcp:read",), "t"))
+    secret, record = writing(engine, lambda c: api_keys.create_key(c, "alice", ("mcp:read",), "t"))
     writing(engine, lambda c: user_settings.change(c, "alice", review_required=True))
-    prefix = secret[len(keys.KEY_PREFIX) :][:12]
+    prefix = secret[len(api_keys.KEY_PREFIX) :][:12]
     with reading(auth) as conn:
         raw = direct_read.fetch_one(conn, _key_statement(), {"prefix": prefix})
         through_sqlalchemy = dict(conn.execute(_key_statement(), {"prefix": prefix}).one()._mapping)
         missing = direct_read.fetch_one(conn, _key_statement(), {"prefix": "no-such-key"})
-        found = keys.find_key_and_switches(conn, secret)
+        found = api_keys.find_key_and_switches(conn, secret)
     dispose_engines(engine, auth)
     assert raw == through_sqlalchemy
     assert raw["user_id"] == "alice" and bool(raw["review_required"]) is True
@@ -56,19 +56,19 @@ def test_a_driver_read_never_leaves_a_stale_snapshot_behind(mariadb_url, autocom
     # On a connection that is not in autocommit mode a bare SELECT would open a transaction
     # nobody ends: the pooled connection would go on reading that snapshot, and a key made
     # later would stay unknown (this once made a fresh key fail on /mcp with 401).
-    from memory_bank.store import keys
+    from memory_bank.store import api_keys
 
     engine = make_engine(mariadb_url, pool_size=1)
     migrate(engine)
     reader = make_auth_engine(engine) if autocommit else engine
     other = make_engine(mariadb_url, pool_size=1)
     try:
-        secret, _ = writing(engine, lambda c: keys.create_key(c, "dora", ("mcp:read",), "t"))
+        secret, _ = writing(engine, lambda c: api_keys.create_key(c, "dora", ("mcp:read",), "t"))
         with reading(reader) as conn:
-            assert keys.find_key(conn, secret) is not None
-        later, _ = writing(other, lambda c: keys.create_key(c, "dora", ("mcp:read",), "t"))
+            assert api_keys.find_key(conn, secret) is not None
+        later, _ = writing(other, lambda c: api_keys.create_key(c, "dora", ("mcp:read",), "t"))
         with reading(reader) as conn:  # the same pooled connection as before
-            assert keys.find_key(conn, later) is not None
+            assert api_keys.find_key(conn, later) is not None
     finally:
         # A transaction left open would hold its metadata locks, and the session's DROP
         # DATABASE would then wait forever instead of reporting this test's failure.

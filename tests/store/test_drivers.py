@@ -13,7 +13,7 @@ from drivers import require_mysqlclient
 from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, reading, writing
 
 BODY = {
@@ -44,7 +44,7 @@ def client(mysqldb_url: str) -> Iterator[tuple[TestClient, dict[str, str]]]:
     engine = state_of(app).engine
     assert engine.driver == "mysqldb"
     secret, _ = writing(
-        engine, lambda c: keys.create_key(c, "driver-user", keys.PERSONAL_SCOPES, "t")
+        engine, lambda c: api_keys.create_key(c, "driver-user", api_keys.PERSONAL_SCOPES, "t")
     )
     with TestClient(app) as http:
         yield http, {"Authorization": f"Bearer {secret}"}

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from live_server import LiveServer, start_server, stop_server
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
 
 pytestmark = pytest.mark.browser
@@ -25,7 +25,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 UNDO_MS = 700  # the tests' undo window; the panel's default stays 5 s
 WAIT = 20  # seconds a condition may take on a busy machine (a ceiling, not a measurement)
 AGENT = ("mcp:read", "mcp:write")
-ALL = keys.PERSONAL_SCOPES
+ALL = api_keys.PERSONAL_SCOPES
 SHOTS = os.environ.get("MEMORY_BANK_SCREENSHOTS")  # a directory: save screenshots there
 
 
@@ -96,7 +96,7 @@ class Panel:
     ) -> str:
         """A key for this user (or another), optionally in an org."""
         who = user or self.user
-        secret, _ = writing(self.engine, lambda c: keys.create_key(c, who, scopes, source, org))
+        secret, _ = writing(self.engine, lambda c: api_keys.create_key(c, who, scopes, source, org))
         return secret
 
     def api(self, method: str, path: str, key: str | None = None, **kw: Any) -> httpx.Response:

@@ -9,17 +9,17 @@ from datetime import UTC, datetime, timedelta
 from memory_bank.cli.common import CliError, open_database
 from memory_bank.ids import iso, utcnow
 from memory_bank.settings import Settings
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 
 
 def parse_scopes(raw: str) -> tuple[str, ...]:
     """A comma- or space-separated scope list, checked against the known scopes."""
     scopes = tuple(s for s in re.split(r"[,\s]+", raw.strip()) if s)
-    unknown = [s for s in scopes if s not in keys.ALL_SCOPES]
+    unknown = [s for s in scopes if s not in api_keys.ALL_SCOPES]
     if unknown or not scopes:
         raise CliError(
             f"unknown scope(s): {', '.join(unknown) or '(none given)'}; "
-            f"choose from {', '.join(keys.ALL_SCOPES)}"
+            f"choose from {', '.join(api_keys.ALL_SCOPES)}"
         )
     return scopes
 
@@ -61,7 +61,7 @@ def create(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError("--user must be 1-128 characters")
     db = open_database(settings)
     secret, record = db.writing(
-        lambda conn: keys.create_key(
+        lambda conn: api_keys.create_key(
             conn, args.user, scopes, args.source, args.org, expires, args.label
         ),
     )
@@ -79,7 +79,7 @@ def list_(args: argparse.Namespace, settings: Settings) -> int:
     """List keys (never their secrets)."""
     db = open_database(settings)
     with db.reading() as conn:
-        found = keys.list_keys(conn, args.user)
+        found = api_keys.list_keys(conn, args.user)
     now = utcnow()
     print(f"{'ID':32} {'USER':16} {'ORG':12} {'SCOPES':34} {'SOURCE':16} STATE")
     for k in found:
@@ -92,7 +92,7 @@ def list_(args: argparse.Namespace, settings: Settings) -> int:
 def revoke(args: argparse.Namespace, settings: Settings) -> int:
     """Revoke a key by id."""
     db = open_database(settings)
-    if not db.writing(lambda conn: keys.revoke_key(conn, args.id)):
+    if not db.writing(lambda conn: api_keys.revoke_key(conn, args.id)):
         raise CliError(f"no active key with id {args.id}", 1)
     print(f"revoked {args.id}")
     return 0
@@ -110,7 +110,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     made.add_argument(
         "--scopes",
         default="mcp:read,mcp:write",
-        help=f"comma-separated: {', '.join(keys.ALL_SCOPES)} (default mcp:read,mcp:write; "
+        help=f"comma-separated: {', '.join(api_keys.ALL_SCOPES)} (default mcp:read,mcp:write; "
         "org:write and org:admin need --org)",
     )
     made.add_argument("--source", default="api", help="the integration, e.g. claude-desktop")

@@ -7,7 +7,7 @@ import argparse
 from memory_bank.cli.common import open_database
 from memory_bank.ids import utcnow
 from memory_bank.settings import Settings
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.migrate import signing_secret
 from memory_bank.web import signin
@@ -33,7 +33,7 @@ def print_local_link(settings: Settings, db: Database, base_url: str) -> None:
     if not settings.panel_enabled:
         return
     with db.reading() as conn:
-        local_keys = keys.list_keys(conn, LOCAL_USER)
+        local_keys = api_keys.list_keys(conn, LOCAL_USER)
     now = utcnow()
     if not any(k.usable(now) for k in local_keys):
         return

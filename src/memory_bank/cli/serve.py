@@ -14,7 +14,7 @@ from memory_bank.cli.common import open_database, safe_url
 from memory_bank.domain import memories, review
 from memory_bank.domain.semantic import from_settings
 from memory_bank.settings import PREFIX, Settings
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 
 
@@ -22,10 +22,10 @@ def ensure_local_key(db: Database) -> str | None:
     """On first start with no keys, create a local key with every scope; return it."""
 
     def work(conn: Connection) -> str | None:
-        if keys.count_keys(conn) > 0:
+        if api_keys.count_keys(conn) > 0:
             return None
-        secret, _ = keys.create_key(
-            conn, "local", keys.PERSONAL_SCOPES, "local", label="created on first start"
+        secret, _ = api_keys.create_key(
+            conn, "local", api_keys.PERSONAL_SCOPES, "local", label="created on first start"
         )
         return secret
 

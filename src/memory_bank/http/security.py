@@ -17,7 +17,7 @@ from memory_bank.http import ratelimit
 from memory_bank.http.scope import header
 from memory_bank.settings import Settings
 from memory_bank.spec import Requirement
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.engine import reading
 from memory_bank.store.user_settings import UserSettings
 
@@ -48,10 +48,10 @@ def identify(
     # each round trip counts on MySQL/MariaDB, and this runs on every request.
     with reading(engine) as conn:
         if requirement.switches:
-            found = keys.find_key_and_switches(conn, token)
+            found = api_keys.find_key_and_switches(conn, token)
             record, mine = found if found is not None else (None, None)
         else:
-            record, mine = keys.find_key(conn, token), None
+            record, mine = api_keys.find_key(conn, token), None
     principal = auth.principal_of(record)
     if admit is not None:
         admit(principal)

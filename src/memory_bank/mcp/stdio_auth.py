@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from memory_bank import auth
 from memory_bank.errors import ApiError, Unauthorized
 from memory_bank.ids import utcnow
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 
 LOCAL_USER = "local"
@@ -71,16 +71,16 @@ def local_key(db: Database, signing_secret: bytes) -> tuple[str, tuple[str, ...]
 
     If someone revoked it (or it expired), the next one in line is derived and created."""
     for generation in range(_GENERATIONS):
-        secret = keys.KEY_PREFIX + _derive(signing_secret, generation)
+        secret = api_keys.KEY_PREFIX + _derive(signing_secret, generation)
         with db.reading() as conn:
-            record = keys.find_key(conn, secret)
+            record = api_keys.find_key(conn, secret)
         if record is None:
             try:
                 record = db.writing(partial(_create, secret=secret))
             except IntegrityError:
                 # Another session created it at the same moment: it is there now.
                 with db.reading() as conn:
-                    record = keys.find_key(conn, secret)
+                    record = api_keys.find_key(conn, secret)
         if record is not None and record.usable(utcnow()):
             return secret, record.scopes
     raise CannotStart("every local stdio key of this database is revoked")
@@ -93,15 +93,15 @@ def _derive(signing_secret: bytes, generation: int) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def _create(conn: Connection, secret: str) -> keys.KeyRecord:
+def _create(conn: Connection, secret: str) -> api_keys.KeyRecord:
     """Store the local user's key (only its hash, like every key)."""
-    _, record = keys.create_key(
+    _, record = api_keys.create_key(
         conn,
         LOCAL_USER,
         LOCAL_SCOPES,
         LOCAL_SOURCE,
         label=LOCAL_LABEL,
-        body=secret.removeprefix(keys.KEY_PREFIX),
+        body=secret.removeprefix(api_keys.KEY_PREFIX),
     )
     return record
 

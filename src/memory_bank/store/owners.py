@@ -4,7 +4,7 @@ An org memory is stored under the key `org:<org id>`, in the same `user_id` colu
 memory uses. Its postings, statistics, contexts and tombstones then follow their org the way a
 user's follow the user: one org's saves never move another owner's scores, and every statement
 on an owner table still names exactly one owner. User ids may not start with `org:`
-(store/keys.py refuses them), so no user can alias an org.
+(store/api_keys.py refuses them), so no user can alias an org.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from memory_bank.errors import Unauthorized
 from memory_bank.ids import iso, utcnow
-from memory_bank.store import keys
+from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.schema import panel_signin_used
 
@@ -78,10 +78,10 @@ def exchange(db: Database, secret: bytes, code: str, session_hours: int) -> Pane
         conn.execute(
             insert(panel_signin_used).values(user_id=user_id, nonce=nonce, expires_at=expires)
         )
-        secret_key, _ = keys.create_key(
+        secret_key, _ = api_keys.create_key(
             conn,
             user_id,
-            keys.PERSONAL_SCOPES,
+            api_keys.PERSONAL_SCOPES,
             PANEL_SOURCE,
             expires_at=key_expires,
             label=f"panel sign-in {iso(now)}",
