@@ -252,6 +252,13 @@ def sweep(db: Database) -> int:
     return purged
 
 
+def audit(db: Database, user_id: str, limit: int) -> list[store.AuditRow]:
+    """An owner's review decisions, newest first: who confirmed, edited, rejected or let
+    expire which draft, and when (the operator's `memory-bank drafts audit`)."""
+    with db.reading() as conn:
+        return store.audit_rows(conn, user_id, limit)
+
+
 def _purger(user_id: str, now: datetime) -> Callable[[Connection], int]:
     """A write transaction that purges one user's expired drafts."""
     return lambda conn: store.purge_expired(conn, user_id, now)

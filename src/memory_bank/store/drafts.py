@@ -245,3 +245,29 @@ def _row(r: Any, seal: data_keys.Sealer) -> DraftRow:
         memory_id=r.memory_id,
         base_revision=r.base_revision,
     )
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One review event of an owner's draft (no content: it may be gone)."""
+
+    at: datetime
+    draft_id: str
+    action: str
+    actor_key_id: str | None
+    actor_source: str | None
+    memory_id: str | None
+
+
+def audit_rows(conn: Connection, user_id: str, limit: int) -> list[AuditRow]:
+    """The owner's newest review events, newest first (ids sort by time)."""
+    rows = conn.execute(
+        select(review_audit)
+        .where(review_audit.c.user_id == user_id)
+        .order_by(review_audit.c.id.desc())
+        .limit(limit)
+    ).all()
+    return [
+        AuditRow(r.at, r.draft_id, r.action, r.actor_key_id, r.actor_source, r.memory_id)
+        for r in rows
+    ]
