@@ -47,22 +47,32 @@ REQUEST_LEADS = _words(
 COMPLEMENTIZERS = _words("that dass que")
 # Clause boundaries besides punctuation: "denk dran und vergiss es nicht".
 CONJUNCTIONS = _words("and but und aber et mais y pero")
+# Words for "all of it": one word to the ranker, in every language ("alle", "todas").
+ALL = _words("all everything every whole alle alles allen aller tous toutes tout todo todos todas")
 # Grammar that says nothing about what to do.
 STOP = _words(
     """a an the this that these those it its i me my mine we us our ours you your yours he him
     his she her they them their to of in on at for from by with about into as and or but if
     then so is are was were be been being am do does did done have has had having can could
     would will should shall may might must please just also yes ok okay there here some one
-    each again than too very own i'm let's want like need now
+    each again than too very own i'm let's want like need now out
     ich mir mich mein dies diese diesen dieser dieses meine meinen meinem meiner du dir dich dein deine wir uns unser unsere
     ihr sie er es der die das den dem des ein eine einen einem einer und oder aber zu von mit
     fur auf in im an am aus bei uber um ist sind war waren bin bist hat haben habe hab hast
-    wird werden kann kannst soll sollte bitte mal doch ja noch schon auch nur so dass da
+    wird werden kann kannst soll sollte muss musst bitte mal doch ja noch schon auch nur so
+    dass da
     ca cela ceci je j me m moi mon ma mes tu t toi te ton ta tes il elle on nous vous ils elles le la les l
     un une des du de d et ou mais a au aux en dans sur pour par avec est sont etait ai as avons
-    avez ont suis es ce c cet cette ces se s qu que y sil vous plait
+    avez ont suis es ce c cet cette ces se s qu que y sil vous plait dois doit encore deja
     eso esto este esta ese esa yo mi mis me tu te ti tus el ella lo la los las le les un una unos unas y o pero de del a
-    al en con por para sobre es son era esta estan he has ha hemos han se su sus que favor"""
+    al en con por para sobre es son era esta estan he has ha hemos han se su sus que favor
+    tengo tienes tiene hay todavia aun ya"""
+)
+# Question words: the question itself is a feature, the word is not ("who" is: it asks
+# about people, as an audit log or a history answers).
+STOP |= _words(
+    """what which whom whose when where why how welche welcher welches was wann wo warum wie
+    quoi quel quelle quels quelles quand ou pourquoi comment cual cuales cuando donde como"""
 )
 # The product's own name says nothing about what to do with it.
 PRODUCT_NAMES = (("memory", "bank"), ("memory-bank",))

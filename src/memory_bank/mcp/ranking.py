@@ -36,7 +36,8 @@ from memory_bank.mcp.manifest import Capability, Manifest
 PLACEHOLDER = "\u2026"
 _SLOT = "zzslot"
 # Feature names for a question and for content the capabilities do not know (a topic).
-QUESTION, TOPIC = "<?>", "<topic>"
+QUESTION, TOPIC, NO_TOPIC, CONTENT = "<?>", "<topic>", "<no topic>", "<content>"
+TOPIC_WEIGHT = 1.0
 # How much what follows "that" or ":" counts: it is what to save, not what to do.
 CONTENT_WEIGHT = 0.3
 # How much a word's stem and its character 4-grams count beside the whole word.
@@ -47,6 +48,8 @@ PROFILE_WEIGHT = 0.3
 ACTION_FLOOR = 0.25
 # What the explicit rules add: a negated "forget", a contrast, an id of the right kind.
 KEEP_BONUS, CORRECTION_BONUS, ID_BONUS = 1.0, 0.35, 0.3
+# What an id leaves of a capability that takes no id of its kind.
+NO_ID_FACTOR = 0.5
 # What a question leaves of a capability that changes something.
 QUESTION_CHANGE_FACTOR = 0.6
 
@@ -79,7 +82,7 @@ def _split_words(segment: str) -> list[str]:
             out.append(token[:-2])
         else:
             out.append(token.replace("'", ""))
-    return out
+    return ["all" if word in lexicon.ALL else word for word in out]
 
 
 @dataclass(frozen=True)
@@ -157,12 +160,13 @@ def _commands(words: list[str]) -> bool:
 
 
 def _without_names(words: list[str]) -> list[str]:
-    """The words with the product's own name taken out ("memory bank")."""
+    """The words with the product's own name read as what it holds ("my memory bank")."""
     out: list[str] = []
     i = 0
     while i < len(words):
         for name in lexicon.PRODUCT_NAMES:
             if tuple(words[i : i + len(name)]) == name:
+                out.append("memory")
                 i += len(name)
                 break
         else:
@@ -178,7 +182,8 @@ def _clause(words: list[str], content: bool) -> Clause:
         if word not in lexicon.NEGATIONS:
             continue
         after = words[i + 1] if i + 1 < len(words) else ""
-        if i == 0 and (after in lexicon.ARTICLES or after[:1].isdigit()):
+        contrasts = word not in {"ne", "n"}  # French "ne" always stands before a verb
+        if i == 0 and contrasts and (after in lexicon.ARTICLES or after[:1].isdigit()):
             contrast = True
         elif after or i > 0:
             negated = True
@@ -307,9 +312,11 @@ def _phrase_bag(
     """The features of a phrase's clauses (but those in skip), its question and its topic."""
     weighted: list[tuple[str, float]] = []
     has_topic = topic
+    has_content = False
     for index, clause in enumerate(phrase.clauses):
         if index in skip or clause.contrast:
             continue
+        has_content = has_content or clause.content
         weight = CONTENT_WEIGHT if clause.content else 1.0
         for word in clause.words:
             if word == _SLOT:
@@ -321,10 +328,16 @@ def _phrase_bag(
                 continue
             weighted.append((word, weight))
     bag = _bag(weighted)
+    if not bag:
+        return bag  # no word that could say what to do: the shape alone says nothing
+    if has_content:
+        # "... that <clause>", "...: <words>": something to keep, whatever the verb was.
+        bag[CONTENT] = TOPIC_WEIGHT
     if phrase.question:
         bag[QUESTION] = 1.0
-    if has_topic:
-        bag[TOPIC] = 0.6
+    # Whether the user's own subject is there tells a search from a listing ("what do you
+    # know about Acme?" / "what do you know about me?").
+    bag[TOPIC if has_topic else NO_TOPIC] = TOPIC_WEIGHT
     return bag
 
 
@@ -389,9 +402,13 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
             if capability.method != "GET":
                 scores[capability.name] *= QUESTION_CHANGE_FACTOR
     if phrase.ids:
+        # An id says which kind of thing the phrase is about: a tool taking no such id is
+        # unlikely.
         for capability in index.capabilities:
             if phrase.ids & _id_prefixes(capability):
                 scores[capability.name] += ID_BONUS
+            else:
+                scores[capability.name] *= NO_ID_FACTOR
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
         return Answer((), declined)
