@@ -56,15 +56,18 @@ STOP = _words(
     then so is are was were be been being am do does did done have has had having can could
     would will should shall may might must please just also yes ok okay there here some one
     each again than too very own i'm let's want like need now out
-    ich mir mich mein dies diese diesen dieser dieses meine meinen meinem meiner du dir dich dein deine wir uns unser unsere
+    ich mir mich mein dies diese diesen dieser dieses meine meinen meinem meiner du dir dich
+    dein deine wir uns unser unsere
     ihr sie er es der die das den dem des ein eine einen einem einer und oder aber zu von mit
     fur auf in im an am aus bei uber um ist sind war waren bin bist hat haben habe hab hast
     wird werden kann kannst soll sollte muss musst bitte mal doch ja noch schon auch nur so
     dass da
-    ca cela ceci je j me m moi mon ma mes tu t toi te ton ta tes il elle on nous vous ils elles le la les l
+    ca cela ceci je j me m moi mon ma mes tu t toi te ton ta tes il elle on nous vous ils
+    elles le la les l
     un une des du de d et ou mais a au aux en dans sur pour par avec est sont etait ai as avons
     avez ont suis es ce c cet cette ces se s qu que y sil vous plait dois doit encore deja
-    eso esto este esta ese esa yo mi mis me tu te ti tus el ella lo la los las le les un una unos unas y o pero de del a
+    eso esto este esta ese esa yo mi mis me tu te ti tus el ella lo la los las le les un una
+    unos unas y o pero de del a
     al en con por para sobre es son era esta estan he has ha hemos han se su sus que favor
     tengo tienes tiene hay todavia aun ya"""
 )
