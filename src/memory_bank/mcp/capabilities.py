@@ -43,9 +43,9 @@ def search_tool() -> dict[str, Any]:
         "name": SEARCH,
         "title": "Find the right memory tool",
         "description": (
-            "Find which memory-bank capability fits what you want to do, described in plain "
-            'words (e.g. "save a memory", "what do I know about Acme", "forget that"). Returns '
-            "the best matches with their input schemas; run one with execute_capability."
+            "Find the memory-bank capability for what you want, in plain words (\"save a "
+            'memory", "what do I know about Acme", "forget that"): the best matches with their '
+            "input schemas, to run with execute_capability."
         ),
         "inputSchema": portable(SEARCH_INPUT),
         "outputSchema": {
@@ -88,9 +88,8 @@ def execute_tool(view: Manifest) -> dict[str, Any]:
         "name": EXECUTE,
         "title": "Run a memory tool by name",
         "description": (
-            "Run one memory-bank capability by name, with the arguments its inputSchema (from "
-            "search_capabilities) describes. Returns that capability's result, or a problem "
-            "with a code and the field at fault."
+            "Run a memory-bank capability by name with the arguments its inputSchema (from "
+            "search_capabilities) takes; returns its result, or a problem naming the field."
         ),
         "inputSchema": {
             "type": "object",
