@@ -91,18 +91,12 @@ def tools_list_sizes() -> dict[tuple[str, str], int]:
         app = create_app(Settings(database_url=f"sqlite:///{folder}/figures.db"))
         state = state_of(app)
         try:
-            made = {
-                name: writing(
+            made = {}
+            for name, scopes in (("every scope", every), ("mcp:read", ("mcp:read",))):
+                made[name] = writing(
                     state.db.engine,
-                    lambda conn, s=scopes: keys.create_key(
-                        conn, "figures", s, "figures", "o", None
-                    ),
+                    lambda conn, s=scopes: keys.create_key(conn, "figures", s, "f", "o", None),
                 )[0]
-                for name, scopes in (
-                    ("every scope", every),
-                    ("mcp:read", ("mcp:read", "org:write")),
-                )
-            }
             with TestClient(app, base_url="http://127.0.0.1:8080") as client:
                 for name, key in made.items():
                     for version in PROTOCOL_VERSIONS:

@@ -43,7 +43,7 @@ def search_tool() -> dict[str, Any]:
         "name": SEARCH,
         "title": "Find the right memory tool",
         "description": (
-            "Find the memory-bank capability for what you want, in plain words (\"save a "
+            'Find the memory-bank capability for what you want, in plain words ("save a '
             'memory", "what do I know about Acme", "forget that"): the best matches with their '
             "input schemas, to run with execute_capability."
         ),

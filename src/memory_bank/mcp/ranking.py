@@ -375,13 +375,27 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
     by_name = {c.name: c for c in index.capabilities}
     negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
     scores = index.scores(_phrase_bag(phrase, False, negated, index))
+    # A request in words no capability uses ("update a memory" with no edit tool) is no
+    # confident match for whatever shares its other words.
+    asked = [
+        w
+        for i, c in enumerate(phrase.clauses)
+        if i not in negated and not c.content and not c.contrast
+        for w in c.words
+        if _meaningful(w)
+    ]
+    if asked:
+        coverage = sum(index.known(w) for w in asked) / len(asked)
+        scores = {name: value * coverage**0.75 for name, value in scores.items()}
     declined: Capability | None = None
     kept = False
     for position in sorted(negated):
         clause = phrase.clauses[position]
         alone = Phrase((Clause(clause.words, False, False, False),), False, frozenset())
         clause_scores = index.scores(_phrase_bag(alone, False, frozenset(), index))
-        top, value = max(clause_scores.items(), key=lambda item: item[1])
+        # What a negation refuses is a change ("don't save", "vergiss nicht"): reads aside.
+        changes = {n: s for n, s in clause_scores.items() if by_name[n].method != "GET"}
+        top, value = max(changes.items(), key=lambda item: item[1])
         if value < ACTION_FLOOR:
             continue
         keeper = _keeper(by_name[top], index.capabilities)
