@@ -3,8 +3,9 @@ preflights answered without a key."""
 
 from __future__ import annotations
 
-from contract import assert_problem
 from mcp_helpers import assert_rpc_refusal
+
+from contract import assert_problem
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 MCP_HEADERS = {
