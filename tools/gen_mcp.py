@@ -3,13 +3,20 @@
 
 Both also check what a host would load: every tool's input schema must stay in the subset
 every major host accepts (mcp/portable.py), and they print the size of `tools/list`.
+`--figures` prints the figures docs/mcp.md quotes (tools/list bytes per protocol version,
+phrasing counts, search_capabilities' rank-1), measured now; tests/mcp/test_figures.py fails
+when the document's copy differs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import json
 import sys
+import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +30,17 @@ from memory_bank.mcp.server import tools_for, tools_list_bytes
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "openapi" / "memory-bank.yaml"
 MANIFEST = ROOT / "src" / "memory_bank" / "mcp" / "manifest.json"
+PHRASINGS = ROOT / "tests" / "mcp"
+DOC = ROOT / "docs" / "mcp.md"
+# The protocol versions current SDKs negotiate: the last with a handshake, and the first without.
+PROTOCOL_VERSIONS = ("2025-11-25", "2026-07-28")
+FIGURES_START = (
+    "<!-- figures: `tools/gen_mcp.py --figures`, checked by tests/mcp/test_figures.py -->"
+)
+FIGURES_END = "<!-- end of figures -->"
+# Kinds of phrasing counted together as negations.
+NEGATIONS = ("negation", "no_save", "negation_trap")
+LANGUAGES = ("en", "de", "fr", "es")
 
 
 def _shown(path: Path) -> str:
@@ -55,6 +73,150 @@ def host_check(manifest: dict[str, Any]) -> list[str]:
     return findings
 
 
+def tools_list_sizes() -> dict[tuple[str, str], int]:
+    """Bytes of a real tools/list answer from /mcp, per (key, protocol version): a key with
+    every scope, and a read-only one (an app on a throw-away SQLite database, in-process)."""
+    from starlette.testclient import TestClient
+
+    from memory_bank.app import create_app
+    from memory_bank.settings import Settings
+    from memory_bank.state import dispose, state_of
+    from memory_bank.store import keys
+    from memory_bank.store.engine import writing
+
+    every = ("mcp:read", "mcp:write", "memory:review", "org:write", "org:admin")
+    sizes: dict[tuple[str, str], int] = {}
+    # The app logs to stdout; only the figures go there.
+    with contextlib.redirect_stdout(sys.stderr), tempfile.TemporaryDirectory() as folder:
+        app = create_app(Settings(database_url=f"sqlite:///{folder}/figures.db"))
+        state = state_of(app)
+        try:
+            made = {}
+            for name, scopes in (("every scope", every), ("mcp:read", ("mcp:read",))):
+                made[name] = writing(
+                    state.db.engine,
+                    lambda conn, s=scopes: keys.create_key(conn, "figures", s, "f", "o", None),
+                )[0]
+            with TestClient(app, base_url="http://127.0.0.1:8080") as client:
+                for name, key in made.items():
+                    for version in PROTOCOL_VERSIONS:
+                        response = client.post(
+                            "/mcp",
+                            json=_tools_list(version),
+                            headers={
+                                "Authorization": f"Bearer {key}",
+                                "Accept": "application/json, text/event-stream",
+                                "MCP-Protocol-Version": version,
+                                "Mcp-Method": "tools/list",
+                            },
+                        )
+                        response.raise_for_status()
+                        sizes[(name, version)] = len(response.content)
+        finally:
+            dispose(state)
+    return sizes
+
+
+def _tools_list(version: str) -> dict[str, Any]:
+    """A tools/list request as an SDK client sends it at a protocol version (2026-07-28 and
+    later carry the client's details in every request: there is no handshake)."""
+    request: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    if version >= "2026":
+        request["params"] = {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientInfo": {"name": "figures", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        }
+    return request
+
+
+def phrasing_passes(manifest: Any, text: str, expected: str) -> bool:
+    """Whether search_capabilities puts the expected capability first; for "none" (the user
+    declines), whether it offers nothing or nothing that changes anything first."""
+    from memory_bank.mcp import ranking
+
+    ranked = ranking.rank(manifest, text, 3)
+    if expected == "none":
+        return not ranked or ranked[0][0].method == "GET"
+    return bool(ranked) and ranked[0][0].name == expected
+
+
+def rank_1(split: str = "holdout") -> dict[str, tuple[int, int]]:
+    """(right first, phrasings) on a split of phrasings_b.json: all, per language, negations."""
+    from memory_bank.mcp import manifest as manifest_module
+
+    tools = manifest_module.load()
+    data = json.loads((PHRASINGS / "phrasings_b.json").read_text(encoding="utf-8"))
+    passed: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    for entry in data["phrasings"]:
+        if entry["split"] != split:
+            continue
+        groups = ["all", entry["lang"], *(["negations"] if entry["kind"] in NEGATIONS else [])]
+        if entry["lang"] != "en":
+            groups.append("non-English")
+        good = phrasing_passes(tools, entry["text"], entry["expected"])
+        for group in groups:
+            total[group] += 1
+            passed[group] += good
+    return {group: (passed[group], total[group]) for group in total}
+
+
+def _project_sets() -> dict[str, tuple[int, int]]:
+    """(right first, phrasings) on the project's first two sets, `now` part."""
+    from memory_bank.mcp import manifest as manifest_module
+
+    tools = manifest_module.load()
+    out = {}
+    for name in ("phrasings.json", "phrasings_holdout.json"):
+        now = json.loads((PHRASINGS / name).read_text(encoding="utf-8"))["now"]
+        good = sum(phrasing_passes(tools, text, want) for text, want in now.items())
+        out[name] = (good, len(now))
+    return out
+
+
+def figures() -> str:
+    """The figures block of docs/mcp.md, measured now."""
+    from memory_bank.mcp import manifest as manifest_module
+
+    sizes = tools_list_sizes()
+    lines = [FIGURES_START, "", "| `tools/list` bytes | " + " | ".join(PROTOCOL_VERSIONS) + " |"]
+    lines.append("|---|" + "---|" * len(PROTOCOL_VERSIONS))
+    for key in ("every scope", "mcp:read"):
+        row = " | ".join(f"{sizes[(key, v)]:,}" for v in PROTOCOL_VERSIONS)
+        lines.append(f"| a key with {key} | {row} |")
+    tools = manifest_module.load()
+    operations = [*tools.capabilities, *tools.elsewhere]
+    examples = sum(len(c.examples) for c in operations)
+    with_examples = sum(1 for c in operations if c.examples)
+    lines += [
+        "",
+        f"The spec gives {examples} example phrasings to {with_examples} of its "
+        f"{len(operations)} operations.",
+        "",
+        "| `search_capabilities`: right capability first | phrasings | rank-1 |",
+        "|---|---|---|",
+    ]
+    for name, (good, count) in _project_sets().items():
+        lines.append(f"| `tests/mcp/{name}` | {count} | {good / count:.0%} |")
+    for split in ("tune", "holdout"):
+        found = rank_1(split)
+        for group in ("all", *LANGUAGES, "non-English", "negations"):
+            good, count = found[group]
+            label = f"`phrasings_b.json` {split}, {group}"
+            lines.append(f"| {label} | {count} | {good / count:.0%} |")
+    lines += ["", FIGURES_END]
+    return "\n".join(lines)
+
+
+def documented_figures(text: str) -> str:
+    """The figures block as docs/mcp.md has it (empty when it has none)."""
+    start, end = text.find(FIGURES_START), text.find(FIGURES_END)
+    return text[start : end + len(FIGURES_END)] if 0 <= start < end else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write (or with --check, compare) the manifest; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -63,7 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="do not write; exit 1 with a diff when stale"
     )
+    parser.add_argument(
+        "--figures", action="store_true", help="print the figures block docs/mcp.md quotes"
+    )
     args = parser.parse_args(argv)
+    if args.figures:
+        print(figures())
+        return 0
     try:
         spec = yaml.safe_load(args.spec.read_text(encoding="utf-8"))
         manifest = build_manifest(spec, source=_shown(args.spec))

@@ -57,3 +57,20 @@ def expected_tools() -> list[str]:
         and op.get("x-mcp-listed") is not False
     ]
     return [*names, "search_capabilities", "execute_capability"]
+
+
+def assert_rpc_refusal(response: Any, status: int, code: str, field: str | None = None) -> Any:
+    """A refusal of /mcp as MCP clients read it: the status, a JSON-RPC error in an
+    application/json body whose message is the problem's detail and whose data is the problem."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    error = body["error"]
+    assert error["code"] == -32600
+    problem = error["data"]
+    assert problem["status"] == status and problem["code"] == code
+    assert error["message"] == problem["detail"]
+    if field is not None:
+        assert problem["field"] == field
+    return problem

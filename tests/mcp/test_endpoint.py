@@ -10,7 +10,8 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
-from mcp_helpers import expected_tools, payload
+from mcp.shared.exceptions import MCPError
+from mcp_helpers import assert_rpc_refusal, expected_tools, payload
 from test_stdio import (
     READS,
     check_read_only_tools,
@@ -49,6 +50,67 @@ def test_http_end_to_end(live, service):
     check_tools_list_size(live, service)
     check_stdio_bridge(live, service)
     check_org_sharing(live, service)
+    check_sdk_reads_a_refusal(live, service)
+    check_prompt_and_review_queue(live, service)
+
+
+def check_sdk_reads_a_refusal(live, service):
+    """The official Python SDK shows a 401's and a 403's words, not "Server returned an error
+    response": the user learns how to get a key."""
+    reviewer = service.key("alice", scopes=("memory:review",))
+    for key, words in (
+        ("mb_not_a_key", "memory-bank keys create"),
+        (reviewer, "none of the scopes this needs: mcp:read or mcp:write"),
+    ):
+        for mode in ("legacy", "auto"):  # 2025-11-25 and 2026-07-28
+
+            async def run(key=key, mode=mode) -> str:
+                with pytest.raises(Exception) as refused:  # an exception group or the error
+                    async with mcp_client(live.base_url, key, mode=mode) as client:
+                        await client.list_tools()
+                return str(_mcp_error(refused.value))
+
+            shown = anyio.run(run)
+            print(f"Python SDK ({mode}) shows: {shown}")
+            assert "Server returned an error response" not in shown
+            assert words in shown
+
+
+def _mcp_error(error: BaseException) -> MCPError:
+    """The SDK's MCPError, out of the exception groups its task groups wrap it in."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    assert isinstance(error, MCPError), repr(error)
+    return error
+
+
+def check_prompt_and_review_queue(live, service):
+    """prompts/list and prompts/get give the "## Memory Bank" instructions; a reviewer's key
+    reaches the review queue through execute_capability."""
+    reviewer = service.key("rita", scopes=("mcp:read", "memory:review"))
+
+    async def run() -> None:
+        async with mcp_client(live.base_url, reviewer) as client:
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == ["memory-bank"]
+            got = await client.get_prompt("memory-bank")
+            text = got.messages[0].content.text
+            assert text.startswith("## Memory Bank")
+            assert f"{live.base_url}/v1/memory" in text  # calls spelled against this server
+            with pytest.raises(MCPError):
+                await client.get_prompt("no-such-prompt")
+            found = await client.call_tool(
+                "search_capabilities", {"query": "what's waiting for my approval?"}
+            )
+            first = found.structured_content["results"][0]
+            assert first["name"] == "getMemoryDrafts" and "note" not in first
+            queue = await client.call_tool(
+                "execute_capability", {"name": "getMemoryDrafts", "arguments": {"limit": 5}}
+            )
+            assert not queue.is_error, queue.content
+            assert queue.structured_content == {"drafts": [], "next_cursor": None}
+
+    anyio.run(run)
 
 
 def check_org_sharing(live, service):
@@ -129,13 +191,11 @@ def check_bearer_and_metadata(live, service):
     missing = httpx.post(f"{live.base_url}/mcp", json={})
     bad = httpx.post(f"{live.base_url}/mcp", json={}, headers={"Authorization": "Bearer mb_no"})
     for r in (missing, bad):
-        assert r.status_code == 401
-        assert r.headers["content-type"] == "application/problem+json"
+        problem = assert_rpc_refusal(r, 401, "unauthorized")
         challenge = r.headers["www-authenticate"]
         assert challenge.startswith("Bearer ")
         assert f'resource_metadata="{metadata_url}"' in challenge
-        assert r.json()["code"] == "unauthorized"
-        assert "memory-bank keys create" in r.json()["detail"]
+        assert "memory-bank keys create" in problem["detail"]
     # RFC 6750: no error code without a credential; invalid_token for one that is no key.
     assert "error=" not in missing.headers["www-authenticate"]
     assert 'error="invalid_token"' in bad.headers["www-authenticate"]
@@ -158,9 +218,9 @@ def check_bearer_and_metadata(live, service):
 
     reviewer = service.key("alice", scopes=("memory:review",))
     r = httpx.post(f"{live.base_url}/mcp", json={}, headers={"Authorization": f"Bearer {reviewer}"})
-    assert r.status_code == 403
-    assert r.json()["code"] == "insufficient_scope" and r.json()["required_scope"] == "mcp:read"
-    assert r.json()["acceptable_scopes"] == ["mcp:read", "mcp:write"]
+    problem = assert_rpc_refusal(r, 403, "insufficient_scope")
+    assert problem["required_scope"] == "mcp:read"
+    assert problem["acceptable_scopes"] == ["mcp:read", "mcp:write"]
     challenge = r.headers["www-authenticate"]
     # A scope list in a challenge means "all of these": name one, say either will do.
     assert 'error="insufficient_scope"' in challenge and 'scope="mcp:read"' in challenge
@@ -263,5 +323,34 @@ def check_tools_list_size(live, service):
     assert names[("mcp:read", "mcp:write")] == expected_tools()
     assert names[("mcp:read",)] == [*READS, "search_capabilities", "execute_capability"]
     full = manifest.load()
-    assert sizes[("mcp:read", "mcp:write")] == tools_list_bytes(full) < 8 * 1024
+    assert sizes[("mcp:read", "mcp:write")] == tools_list_bytes(
+        full.for_scopes(("mcp:read", "mcp:write"))
+    )
     assert sizes[("mcp:read",)] == tools_list_bytes(full.for_scopes(("mcp:read",)))
+    # With every scope, on both protocol versions the current SDKs negotiate.
+    every = service.key(
+        "alice", org="size-org", scopes=("mcp:read", "mcp:write", "memory:review", "org:admin")
+    )
+    for mode, version in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
+        measured: list[tuple[str | None, int]] = []
+
+        async def hook(response, measured=measured):
+            await response.aread()
+            if b'"tools/list"' in response.request.content:
+                version = response.request.headers.get("mcp-protocol-version")
+                measured.append((version, len(response.content)))
+
+        async def run(mode=mode, hook=hook) -> None:
+            http = httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {every}"},
+                timeout=30,
+                event_hooks={"response": [hook]},
+            )
+            async with Client(
+                streamable_http_client(f"{live.base_url}/mcp", http_client=http), mode=mode
+            ) as client:
+                await client.list_tools()
+
+        anyio.run(run)
+        print(f"tools/list with every scope at {version}: {measured[0][1]} bytes")
+        assert measured[0][0] == version and measured[0][1] <= 8 * 1024

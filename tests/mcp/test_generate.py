@@ -20,11 +20,22 @@ def test_one_tool_per_operation_not_marked_off():
     # The manifest holds the unlisted ones too (x-mcp-listed: false): execute_capability runs
     # them, tools/list leaves them out.
     unlisted = [n for n, t in tools_by_name().items() if t["x-memory-bank"].get("listed") is False]
-    assert unlisted == ["patchMemoryById", "getMemoryRevisions", "postMemoryRestore"]
+    assert unlisted == [
+        "getMemoryDrafts",
+        "getMemoryDraftById",
+        "patchMemoryById",
+        "getMemoryRevisions",
+        "postMemoryRestore",
+    ]
     assert [n for n in names if n not in unlisted] == expected_tools()[:-2]
     assert [n for n in names if n in CORE] == CORE
-    for off in ("getHealthz", "getReadyz", "getMemoryPrompt"):  # x-mcp: false
-        assert off not in names
+    # x-mcp: false: no tool, but named (with its route) for search_capabilities.
+    elsewhere = {e["name"]: e for e in build_manifest(spec_copy())["elsewhere"]}
+    for off in ("getHealthz", "getReadyz", "getMemoryPrompt", "postMemoryDraftConfirm"):
+        assert off not in names and off in elsewhere
+        assert set(elsewhere[off]) == {"name", "title", "description", "x-memory-bank"}
+    assert elsewhere["postMemoryDraftConfirm"]["x-memory-bank"]["scopes"] == ["memory:review"]
+    assert elsewhere["postMemoryDraftConfirm"]["x-memory-bank"]["examples"]
 
 
 def test_every_schema_stands_alone_and_is_valid():

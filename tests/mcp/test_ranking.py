@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -14,6 +15,19 @@ from memory_bank.mcp.generate import build_manifest
 
 HERE = Path(__file__).parent
 RANK_1 = 0.95
+# Floors on the held-out half of phrasings_b.json (written before any tuning, never tuned
+# on). Issue 31 asks 0.90 overall; measured 0.84 when this was written, so the floor holds
+# what is reached and the figure is printed (docs/mcp.md quotes it).
+HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.80, 0.75
+
+
+def _gen_mcp():
+    """tools/gen_mcp.py, which measures the figures docs/mcp.md quotes."""
+    path = HERE.parents[1] / "tools" / "gen_mcp.py"
+    loaded = importlib.util.spec_from_file_location("gen_mcp_figures", path)
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return module
 
 
 def _phrasings(name: str) -> dict[str, str]:
@@ -126,3 +140,34 @@ def test_deterministic_and_nothing_for_nothing():
     assert ranking.rank(tools, "", limit=5) == []
     # Words the lexicon does not know are a topic: search for them.
     assert ranking.rank(tools, "zebra quantum", limit=1)[0][0].name == "getMemorySearch"
+
+
+def test_rank_1_on_the_held_out_half_in_four_languages():
+    found = _gen_mcp().rank_1("holdout")
+    shown = {
+        group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
+    }
+    print("held-out rank-1:", shown)
+    assert found["all"][1] == 94 and {"en", "de", "fr", "es"} <= set(found)
+    good, count = found["all"]
+    assert good / count >= HOLDOUT_FLOOR, shown
+    good, count = found["non-English"]
+    assert good / count >= NON_ENGLISH_FLOOR, shown
+
+
+def test_the_held_out_half_is_untouched():
+    # The split was fixed when the set was written: alternate entries per language.
+    data = json.loads((HERE / "phrasings_b.json").read_text(encoding="utf-8"))
+    seen: dict[str, int] = {}
+    for entry in data["phrasings"]:
+        number = seen.get(entry["lang"], 0)
+        seen[entry["lang"]] = number + 1
+        assert entry["split"] == ("tune" if number % 2 == 0 else "holdout"), entry
+
+
+def test_every_example_in_the_spec_ranks_its_own_operation_first():
+    tools = manifest.load()
+    for capability in (*tools.capabilities, *tools.elsewhere):
+        for example in capability.examples:
+            first = ranking.rank(tools, example, 1)
+            assert first and first[0][0].name == capability.name, (example, first)

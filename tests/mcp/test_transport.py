@@ -3,6 +3,8 @@ preflights answered without a key."""
 
 from __future__ import annotations
 
+from mcp_helpers import assert_rpc_refusal
+
 from contract import assert_problem
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -33,7 +35,7 @@ def test_a_foreign_origin_is_403_and_known_ones_pass(make_service):
         "https://app.example:444",
     ):
         r = service.client.post("/mcp", json=LIST, headers={**headers, "Origin": origin})
-        assert_problem(r, 403, "origin_not_allowed", "Origin")
+        assert_rpc_refusal(r, 403, "origin_not_allowed", "Origin")
     for origin in (
         "https://app.example",
         "https://memory.example.com",

@@ -69,7 +69,7 @@ def test_a_spec_error_is_a_message_not_a_traceback(tmp_path, capsys):
 def test_check_prints_the_tools_list_size_and_host_compatibility(capsys):
     assert _gen().main(["--check"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"tools/list: 8 tools, \d+ bytes \(\d+ for a read-only key\)", out), out
+    assert re.search(r"tools/list: \d+ tools, \d+ bytes \(\d+ for a read-only key\)", out), out
     assert "host compatibility: every input schema is in the portable subset" in out
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from memory_bank.mcp import ranking
 from memory_bank.mcp.manifest import Capability, Manifest
 from memory_bank.mcp.portable import portable
-from memory_bank.mcp.ranking import rank
 
 SEARCH = "search_capabilities"
 EXECUTE = "execute_capability"
@@ -43,9 +43,9 @@ def search_tool() -> dict[str, Any]:
         "name": SEARCH,
         "title": "Find the right memory tool",
         "description": (
-            "Find which memory-bank capability fits what you want to do, described in plain "
-            'words (e.g. "save a memory", "what do I know about Acme", "forget that"). Returns '
-            "the best matches with their input schemas; run one with execute_capability."
+            'Find the memory-bank capability for what you want, in plain words ("save a '
+            'memory", "what do I know about Acme", "forget that"): the best matches with their '
+            "input schemas, to run with execute_capability."
         ),
         "inputSchema": portable(SEARCH_INPUT),
         "outputSchema": {
@@ -54,10 +54,7 @@ def search_tool() -> dict[str, Any]:
             "properties": {
                 "results": {
                     "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["name", "title", "description", "score", "inputSchema"],
-                    },
+                    "items": {"type": "object", "required": ["name", "title", "score"]},
                 }
             },
         },
@@ -91,9 +88,8 @@ def execute_tool(view: Manifest) -> dict[str, Any]:
         "name": EXECUTE,
         "title": "Run a memory tool by name",
         "description": (
-            "Run one memory-bank capability by name, with the arguments its inputSchema (from "
-            "search_capabilities) describes. Returns that capability's result, or a problem "
-            "with a code and the field at fault."
+            "Run a memory-bank capability by name with the arguments its inputSchema (from "
+            "search_capabilities) takes; returns its result, or a problem naming the field."
         ),
         "inputSchema": {
             "type": "object",
@@ -113,11 +109,15 @@ def execute_tool(view: Manifest) -> dict[str, Any]:
 
 def _argument_names(view: Manifest) -> dict[str, Any]:
     """Every capability's arguments, by name, as bare types: a host that accepts no free-form
-    object (Gemini) can still pass them. The first capability to use a name types it."""
+    object (Gemini) can still pass them. The first capability to use a name types it; an enum
+    lists every value any of them accepts (`scope`: user and org to save, all too to read)."""
     names: dict[str, Any] = {}
     for capability in view.capabilities:
         for name, schema in capability.definition["inputSchema"]["properties"].items():
-            names.setdefault(name, _skeleton(schema))
+            shape = _skeleton(schema)
+            known = names.setdefault(name, shape)
+            if known is not shape and "enum" in known and "enum" in shape:
+                known["enum"] += [v for v in shape["enum"] if v not in known["enum"]]
     return names
 
 
@@ -133,19 +133,61 @@ def _skeleton(schema: Any) -> Any:
     return out
 
 
-def search_results(view: Manifest, query: str, limit: int) -> dict[str, Any]:
-    """The structured answer of search_capabilities, over the capabilities a caller may use."""
-    return {"results": [_result(c, score) for c, score in rank(view, query, limit)]}
+def search_results(manifest: Manifest, view: Manifest, query: str, limit: int) -> dict[str, Any]:
+    """The structured answer of search_capabilities: what the phrase asks for among every
+    capability, each one the caller's key may not run (not in view) with a note saying so,
+    never another capability in its place."""
+    found = ranking.answer(manifest, query, limit)
+    usable = set(view.names)
+    answer: dict[str, Any] = {
+        "results": [_result(c, score, c.name in usable) for c, score in found.ranked]
+    }
+    if found.declined is not None and not found.ranked:
+        answer["note"] = _declined(manifest, found.declined)
+    return answer
 
 
-def _result(capability: Capability, score: float) -> dict[str, Any]:
-    """One match: what an agent needs to call it."""
+def _result(capability: Capability, score: float, usable: bool) -> dict[str, Any]:
+    """One match: what an agent needs to call it, or why it cannot."""
     tool = capability.definition
-    return {
+    result: dict[str, Any] = {
         "name": capability.name,
         "title": tool.get("title", capability.name),
         "description": tool.get("description", ""),
         "score": score,
-        "inputSchema": tool["inputSchema"],
-        "annotations": tool.get("annotations", {}),
     }
+    if not capability.reachable:
+        where = f"{capability.method} {capability.path}"
+        needs = f" with a key that has {', '.join(capability.scopes)}" if capability.scopes else ""
+        result["note"] = (
+            f"Not an MCP capability: it is done over the REST API ({where}){needs}, or in the "
+            "web panel. Tell the user; do not run another capability instead."
+        )
+        return result
+    result["inputSchema"] = tool["inputSchema"]
+    result["annotations"] = tool.get("annotations", {})
+    if not usable:
+        result["note"] = (
+            f"This key cannot run {capability.name}: it needs {', '.join(capability.scopes)}. "
+            "Tell the user (a key with that scope can); do not run another capability instead."
+        )
+    return result
+
+
+def _declined(manifest: Manifest, declined: Capability) -> str:
+    """What to do when the phrase says not to do something: nothing, or undo it if done."""
+    title = str(declined.definition.get("title", declined.name)).lower()
+    note = f"Nothing to run: the user asked you not to do this ({title})."
+    undo = next(
+        (
+            c
+            for c in manifest.capabilities
+            if declined.method == "POST"
+            and c.method == "DELETE"
+            and c.path.rsplit("/", 1)[0] == declined.path
+        ),
+        None,
+    )
+    if undo is not None:
+        note += f" If you already did it, undo it with {undo.name}."
+    return note

@@ -20,16 +20,21 @@ from memory_bank.errors import (
     quoted,
 )
 from memory_bank.http import ratelimit
+from memory_bank.http.scope import header
 from memory_bank.http.security import Requirement, admitted
 from memory_bank.http.urls import base_url
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp import oauth, transport
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
-from memory_bank.mcp.server import build_server
+from memory_bank.mcp.server import REQUEST_HOST, build_server
 from memory_bank.state import AppState
 
 MCP_PATHS = ("/mcp", "/mcp/")
 METADATA_PATH = oauth.METADATA_PATH
+# The JSON-RPC error code of a request /mcp refuses before the MCP server sees it (a key
+# missing or without the scope, a rate limit, a foreign Origin): "Invalid Request". Not
+# -32001, which both official SDKs read as a request timeout.
+REFUSED = -32600
 # A key needs one of these to use /mcp at all; each tool's own scope is checked by REST.
 MCP_SCOPES = ("mcp:read", "mcp:write")
 
@@ -110,7 +115,10 @@ class McpMiddleware:
         the key in context."""
         refused = transport.refusal(scope, self.origins)
         if refused is not None:
-            await errors.send(send, refused)
+            if scope.get("method") == transport.ALLOWED:
+                await _rpc_error(send, refused)  # a JSON-RPC client reads this one
+            else:
+                await errors.send(send, refused)
             return
         base = base_url(self.state.settings, scope)
         token = _bearer(scope)
@@ -131,12 +139,14 @@ class McpMiddleware:
             return
         reset = _credential.set(token)
         reset_scopes = _scopes.set(caller.principal.scopes)
+        reset_host = REQUEST_HOST.set(header(scope, b"host"))
         # The tool call has paid for its key: the REST request it makes in-process does not.
         paid = ratelimit.charged.set(caller.principal.key_id)
         try:
             await self.manager.handle_request(scope, receive, send)
         finally:
             ratelimit.charged.reset(paid)
+            REQUEST_HOST.reset(reset_host)
             _scopes.reset(reset_scopes)
             _credential.reset(reset)
 
@@ -165,13 +175,37 @@ def _bearer(scope: Scope) -> str | None:
 
 
 async def _problem(send: Send, exc: ApiError, base: str) -> None:
-    """A problem response; 401 and 403 point at the metadata (RFC 9728 section 5.1)."""
+    """A refusal before the SDK sees the request; 401 and 403 point at the metadata (RFC 9728
+    section 5.1)."""
     challenge = exc.headers.get("WWW-Authenticate")
     if challenge is not None:
         exc.headers["WWW-Authenticate"] = (
             f"{challenge}, resource_metadata={quoted(metadata_url(base))}"
         )
-    await errors.send(send, exc)
+    await _rpc_error(send, exc)
+
+
+async def _rpc_error(send: Send, exc: ApiError) -> None:
+    """A refusal as a JSON-RPC error in an application/json body, with the same status and
+    headers (WWW-Authenticate) as REST's problem.
+
+    MCP clients read a JSON-RPC error from any status, but report a problem+json body only as
+    a bare status (the Python SDK: "Server returned an error response"), so the user would
+    never see how to get a key. The message is the problem's detail; `data` is the problem.
+    The id is null: the request is refused before its body is read."""
+    document = exc.document()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": REFUSED, "message": exc.detail, "data": document},
+        }
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in exc.headers.items()),
+    ]
+    await _send(send, exc.status, body, headers)
 
 
 async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:

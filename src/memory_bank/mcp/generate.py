@@ -10,7 +10,7 @@ from typing import Any
 from memory_bank.mcp.portable import portable
 from memory_bank.spec import Operation, SpecError, json_schema, operations, resolve, scopes
 
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 MAX_DESCRIPTION = 600
 # Where a parameter may live, in the order that decides who keeps a plain name (see _claim).
 LOCATIONS = ("path", "query", "header", "body")
@@ -21,9 +21,15 @@ OUTPUT_LEVELS = 1
 def build_manifest(
     spec: dict[str, Any], source: str = "openapi/memory-bank.yaml"
 ) -> dict[str, Any]:
-    """The manifest for a spec: tools in spec order, each with its binding."""
-    tools = [_tool(spec, op) for op in operations(spec) if op.definition.get("x-mcp") is not False]
-    names = [t["name"] for t in tools]
+    """The manifest for a spec: tools in spec order, each with its binding, then the operations
+    that are no tool (search_capabilities still names them, with where to do them instead)."""
+    tools, elsewhere = [], []
+    for op in operations(spec):
+        if op.definition.get("x-mcp") is False:
+            elsewhere.append(_elsewhere(spec, op))
+        else:
+            tools.append(_tool(spec, op))
+    names = [t["name"] for t in [*tools, *elsewhere]]
     if len(set(names)) != len(names):
         raise SpecError("operationIds must be unique")
     return {
@@ -31,6 +37,7 @@ def build_manifest(
         "source": source,
         "api_version": str(spec.get("info", {}).get("version", "")),
         "tools": tools,
+        "elsewhere": elsewhere,
     }
 
 
@@ -78,8 +85,43 @@ def _tool(spec: dict[str, Any], operation: Operation) -> dict[str, Any]:
             # Off tools/list (kept small for hosts), still found by search_capabilities and
             # run by execute_capability.
             **({"listed": False} if op.get("x-mcp-listed") is False else {}),
+            **_ranking(name, op),
         },
     }
+
+
+def _elsewhere(spec: dict[str, Any], operation: Operation) -> dict[str, Any]:
+    """An operation that is no tool: what search_capabilities needs to name it and say where
+    it is done instead (its REST route and scopes)."""
+    op = operation.definition
+    name = op.get("operationId")
+    if not name:
+        raise SpecError(f"{operation.method.upper()} {operation.path} has no operationId")
+    text = " ".join(" ".join([op.get("summary", ""), op.get("description", "")]).split())
+    return {
+        "name": name,
+        "title": op.get("x-mcp-title") or op.get("summary", name).rstrip("."),
+        "description": text,
+        "x-memory-bank": {
+            "scopes": list(scopes(spec, operation)),
+            "http": {"method": operation.method.upper(), "path": operation.path},
+            **_ranking(name, op),
+        },
+    }
+
+
+def _ranking(name: str, op: dict[str, Any]) -> dict[str, Any]:
+    """What search_capabilities ranks by besides the text: the spec's example phrasings, and
+    whether a phrase that names no action goes to this operation (`x-mcp-fallback`)."""
+    examples = op.get("x-mcp-examples", [])
+    if not isinstance(examples, list) or not all(isinstance(e, str) and e for e in examples):
+        raise SpecError(f"{name}: x-mcp-examples must be a list of phrasings")
+    out: dict[str, Any] = {}
+    if examples:
+        out["examples"] = examples
+    if op.get("x-mcp-fallback") is True:
+        out["fallback"] = True
+    return out
 
 
 def _description(name: str, op: dict[str, Any]) -> str:

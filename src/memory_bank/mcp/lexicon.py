@@ -1,92 +1,112 @@
-"""The words search_capabilities reads intent from: actions, objects and sentence shape.
+"""The closed-class words search_capabilities reads a phrase's shape with, in English, German,
+French and Spanish: no verbs and no nouns.
 
-General English for a memory bank, not phrase-to-tool rules: each tool's own summary says which
-action and objects it is about (mcp/ranking.py reads them with this same lexicon), so a new
-operation ranks well from its summary unless it brings a verb no entry knows.
+What a phrase asks for is read from the capabilities' own text and the spec's example
+phrasings (mcp/ranking.py); these lists only say which words are grammar: which ones negate,
+open a question or a polite request, introduce the content of a save ("that", "dass", "que"),
+or say nothing at all. Words are written folded, as ranking.fold leaves them (lower case, no
+accents), so "über" is "uber" and "qué" is "que".
 """
 
 from __future__ import annotations
 
-# concept -> "word word ... |multi-word phrase|another phrase" (lower case, matched whole).
-ACTIONS: dict[str, str] = {
-    "create": "save saving store remember note jot record memorize memorise add keep "
-    "|keep in mind|make a note|don't forget|do not forget|never forget|write down|jot down",
-    "find": "find search searching recall know lookup query retrieve relevant mention "
-    "mentioned said tell told |look up|anything about|did i tell|have i told|did i say",
-    "list": "list browse all everything page newest recent |next page|so far|all my",
-    "fetch": "open fetch details detail full citation citations context contexts id "
-    "|come from|by its id|with id",
-    "read": "show see view display get give check status look |look at",
-    "delete": "delete forget remove erase drop scrap |stop remembering|get rid of",
-    "edit": "edit update change correct fix modify amend reword rewrite typo |change it",
-    "restore": "restore undo revert rollback recover undelete |roll back|bring back",
-    "export": "export download backup dump takeout |copy of|take out",
-    "confirm": "approve confirm accept",
-    "reject": "reject discard decline dismiss deny |throw away|throw that",
-    "configure": "enable disable require |turn on|turn off|switch on|switch off|stop requiring",
-    "signin": "signin login exchange trade |sign in|log in|sign-in",
-}
-OBJECTS: dict[str, str] = {
-    "memory": "memory memories saved stored remembered notes",
-    "draft": "draft drafts pending queue unconfirmed awaiting waiting suggested",
-    "review": "review reviewed reviews reviewing approval",
-    "history": "history revision revisions version versions original earlier edits changes "
-    "|before the edit|said before|previous versions|previous version",
-    "settings": "settings setting required requirement expire expires lifetime "
-    "|how long|must be reviewed|need review|needs review",
-    "audit": "audit log logs compliance admin admins organisation organization org team "
-    "accessed |who accessed",
-    "file": "file json data",
-    "prompt": "prompt instructions snippet markdown |system prompt|without mcp|set up",
-    "panel": "panel one-time code key session web",
-    "health": "health alive running liveness up process",
-    "ready": "ready readiness database db reachable migrated serve",
-}
-# "Show ..." or "Get ..." says to read, not how: a listing or one item, by the answer's shape.
-GENERIC_ACTIONS = frozenset({"read"})
-# Objects a tool is specifically about; a tool about one the phrase never names is unlikely.
-SPECIFIC_OBJECTS = frozenset(
-    {"draft", "settings", "audit", "prompt", "panel", "health", "ready", "file", "history"}
-)
-# What naming an object is worth when a tool is about it (any other object: SPECIFIC_WEIGHT).
-OBJECT_WEIGHTS = {"memory": 1.0, "review": 2.0}
-SPECIFIC_WEIGHT = 4.0
 
-# Words that shape a sentence but carry no action, object or topic.
-STOP = frozenset(
-    """a an the this that these those it its it's i me my mine we us our you your yours he she
-    they them their to of in on at for from by with about into as and or but if then so is are
-    was were be been being am do does did done have has had having can could would will should
-    shall may might must please just also yes no ok okay nope what which who whom when where why
-    how there here some any one every each now again last first than too very not don't
-    i'm i've you've we've you're let's want like need own""".split()  # noqa: SIM905
+def _words(text: str) -> frozenset[str]:
+    """A set of words from a whitespace-separated list."""
+    return frozenset(text.split())
+
+
+# Words that negate the clause they are in ("don't", "vergiss nicht", "ne ... pas", "no lo").
+NEGATIONS = _words(
+    """not never no nothing nor neither
+    nicht nie niemals kein keine keinen keinem keiner keines nichts
+    ne n pas jamais rien aucun aucune
+    nunca jamas nada ningun ninguna ninguno tampoco"""
 )
-QUESTION_LEADS = frozenset(
-    """what which who whom when where why how did do does is are was were have has had can
-    could would will any anything""".split()  # noqa: SIM905
+# A negation followed by one of these (or a number) contrasts a value, it refuses no action:
+# "the 19th, not the 18th", "der 19., nicht der 18.", "le 19, pas le 18", "el 19, no el 18".
+ARTICLES = _words(
+    """the a an der die das den dem des ein eine einen le la les l un une du el los las una"""
 )
-# Polite requests look like questions but ask for an action ("can you save that?").
-REQUEST_LEADS = frozenset({"can", "could", "would", "will", "please"})
-# Verbs that save in a command but ask in a question ("remember X" / "do you remember X?").
-RECALL_IN_QUESTIONS = frozenset(
-    {"remember", "know", "tell", "told", "said", "mention", "mentioned", "note"}
+# A phrase opening with one of these asks (when it does not end with "?" it still asks).
+QUESTION_LEADS = _words(
+    """what which who whom whose when where why how did do does is are was were have has had
+    any anything
+    was welche welcher welches wer wen wem wann wo warum wie hast hab habe hatte gibt weisst
+    qu quoi quel quelle quels quelles qui quand ou pourquoi comment est
+    cual cuales quien quienes cuando donde como"""
 )
-PLURALS = frozenset({"drafts", "memories", "versions", "revisions", "notes", "events", "logs"})
-SINGULARS = frozenset({"draft", "memory", "version", "revision", "note"})
-CONTRACTIONS = {
-    "don't": "do not",
-    "didn't": "did not",
-    "doesn't": "does not",
-    "what's": "what is",
-    "it's": "it is",
-    "i'm": "i am",
-    "you've": "you have",
-    "i've": "i have",
-    "we've": "we have",
-    "can't": "can not",
-    "won't": "will not",
-    "isn't": "is not",
-    "that's": "that is",
-}
+# ... unless it is a polite request for an action: "can you save that?", "kannst du ...".
+REQUEST_LEADS = _words(
+    """can could would will please
+    kannst konntest wurdest bitte
+    peux pourrais pouvez pourriez
+    puedes podrias puede podria"""
+)
+# What follows one of these after a verb is the content, not the request: "note that ...".
+COMPLEMENTIZERS = _words("that dass que")
+# Clause boundaries besides punctuation: "denk dran und vergiss es nicht".
+CONJUNCTIONS = _words("and but und aber et mais y pero")
+# Words for "all of it": one word to the ranker, in every language ("alle", "todas").
+ALL = _words("all everything every whole alle alles allen aller tous toutes tout todo todos todas")
+# Grammar that says nothing about what to do.
+STOP = _words(
+    """a an the this that these those it its i me my mine we us our ours you your yours he him
+    his she her they them their to of in on at for from by with about into as and or but if
+    then so is are was were be been being am do does did done have has had having can could
+    would will should shall may might must please just also yes ok okay there here some one
+    each again than too very own i'm let's want like need now out
+    ich mir mich mein dies diese diesen dieser dieses meine meinen meinem meiner du dir dich
+    dein deine wir uns unser unsere
+    ihr sie er es der die das den dem des ein eine einen einem einer und oder aber zu von mit
+    fur auf in im an am aus bei uber um ist sind war waren bin bist hat haben habe hab hast
+    wird werden kann kannst soll sollte muss musst bitte mal doch ja noch schon auch nur so
+    dass da
+    ca cela ceci je j me m moi mon ma mes tu t toi te ton ta tes il elle on nous vous ils
+    elles le la les l
+    un une des du de d et ou mais a au aux en dans sur pour par avec est sont etait ai as avons
+    avez ont suis es ce c cet cette ces se s qu que y sil vous plait dois doit encore deja
+    eso esto este esta ese esa yo mi mis me tu te ti tus el ella lo la los las le les un una
+    unos unas y o pero de del a
+    al en con por para sobre es son era esta estan he has ha hemos han se su sus que favor
+    tengo tienes tiene hay todavia aun ya"""
+)
+# Question words: the question itself is a feature, the word is not ("who" is: it asks
+# about people, as an audit log or a history answers).
+STOP |= _words(
+    """what which whom whose when where why how welche welcher welches was wann wo warum wie
+    quoi quel quelle quels quelles quand ou pourquoi comment cual cuales cuando donde como"""
+)
 # The product's own name says nothing about what to do with it.
 PRODUCT_NAMES = (("memory", "bank"), ("memory-bank",))
+# English contractions, spelled out so "don't" negates and "what's" asks.
+CONTRACTIONS = {
+    "don't": "do not",
+    "dont": "do not",
+    "doesn't": "does not",
+    "didn't": "did not",
+    "shouldn't": "should not",
+    "wouldn't": "would not",
+    "couldn't": "could not",
+    "can't": "can not",
+    "cannot": "can not",
+    "won't": "will not",
+    "isn't": "is not",
+    "aren't": "are not",
+    "wasn't": "was not",
+    "haven't": "have not",
+    "hasn't": "has not",
+    "what's": "what is",
+    "that's": "that is",
+    "it's": "it is",
+    "where's": "where is",
+    "who's": "who is",
+    "when's": "when is",
+    "how's": "how is",
+    "i'm": "i am",
+    "i've": "i have",
+    "you've": "you have",
+    "we've": "we have",
+    "you're": "you are",
+    "let's": "let us",
+}

@@ -27,14 +27,21 @@ class Capability:
     success: dict[str, str]
     # False: not in tools/list; reached through search_capabilities and execute_capability.
     listed: bool = True
+    # False: no tool at all (x-mcp: false); search_capabilities names it, with its REST route.
+    reachable: bool = True
+    # The spec's example phrasings (x-mcp-examples), which search_capabilities ranks by.
+    examples: tuple[str, ...] = ()
+    # Where a phrase naming no action goes (x-mcp-fallback: "zebra quantum" is a search).
+    fallback: bool = False
 
 
 @dataclass(frozen=True)
 class Manifest:
-    """Every capability, in spec order."""
+    """Every capability, in spec order, and the operations that are no tool."""
 
     capabilities: tuple[Capability, ...]
     api_version: str
+    elsewhere: tuple[Capability, ...] = ()
     _views: dict[tuple[str, ...], Manifest] = field(default_factory=dict, compare=False, repr=False)
 
     def get(self, name: str) -> Capability | None:
@@ -47,12 +54,13 @@ class Manifest:
         view = self._views.get(held)
         if view is None:
             usable = tuple(c for c in self.capabilities if set(c.scopes) <= set(held))
-            view = self._views[held] = Manifest(usable, self.api_version)
+            view = self._views[held] = Manifest(usable, self.api_version, self.elsewhere)
         return view
 
     def only(self, names: frozenset[str]) -> Manifest:
         """The capabilities with these names, in manifest order."""
-        return Manifest(tuple(c for c in self.capabilities if c.name in names), self.api_version)
+        chosen = tuple(c for c in self.capabilities if c.name in names)
+        return Manifest(chosen, self.api_version, self.elsewhere)
 
     @property
     def names(self) -> list[str]:
@@ -62,24 +70,29 @@ class Manifest:
 
 def parse(data: dict[str, Any]) -> Manifest:
     """A manifest from its JSON document."""
-    capabilities = []
-    for entry in data["tools"]:
-        binding = entry[_BINDING]
-        http = binding["http"]
-        capabilities.append(
-            Capability(
-                name=entry["name"],
-                definition={k: v for k, v in entry.items() if k != _BINDING},
-                input_schema=binding["inputSchema"],
-                scopes=tuple(binding["scopes"]),
-                method=http["method"],
-                path=http["path"],
-                arguments=http["arguments"],
-                success=http["success"],
-                listed=binding.get("listed", True),
-            )
-        )
-    return Manifest(capabilities=tuple(capabilities), api_version=data.get("api_version", ""))
+    capabilities = tuple(_capability(entry) for entry in data["tools"])
+    elsewhere = tuple(_capability(entry, reachable=False) for entry in data.get("elsewhere", []))
+    return Manifest(capabilities, data.get("api_version", ""), elsewhere)
+
+
+def _capability(entry: dict[str, Any], reachable: bool = True) -> Capability:
+    """One manifest entry: a tool, or (reachable False) an operation that is no tool."""
+    binding = entry[_BINDING]
+    http = binding["http"]
+    return Capability(
+        name=entry["name"],
+        definition={k: v for k, v in entry.items() if k != _BINDING},
+        input_schema=binding.get("inputSchema", {}),
+        scopes=tuple(binding["scopes"]),
+        method=http["method"],
+        path=http["path"],
+        arguments=http.get("arguments", {}),
+        success=http.get("success", {}),
+        listed=binding.get("listed", True) and reachable,
+        reachable=reachable,
+        examples=tuple(binding.get("examples", ())),
+        fallback=binding.get("fallback", False),
+    )
 
 
 def load(path: Path | str | None = None) -> Manifest:

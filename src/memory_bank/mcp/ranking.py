@@ -1,13 +1,23 @@
-"""Rank tools for a plain-language phrase: deterministic, read from the tools' own text.
+"""Rank capabilities for a plain-language phrase: deterministic, from the spec's own words.
 
-Each tool gets a signature from its title, summary, description, path and name: the action its
-title (else summary) leads with, the objects it is about, whether it works on one item, and a
-bag of words. A phrase is read with the same lexicon (mcp/lexicon.py): its lead action, the
-objects it names, whether it is a question, ids, and topic words the lexicon does not know
-("wife", "Acme"). A tool scores for agreeing on the action and the objects, plus a little word
-overlap (BM25). Two rules fill in what people leave out: a topic without an action is a search
-("what did we decide last week"), and memories without an action or a topic are a listing
-("what are my memories").
+Every capability has documents: its title, its summary, and the example phrasings the spec
+gives it (`x-mcp-examples`, in English, German, French and Spanish, with "…" where the user's
+own content goes). A phrase is compared with each of them by words, word stems and character
+n-grams (so "Lösch", "löschen" and "lösche" meet), weighted by how few capabilities use them;
+a capability scores its best document's similarity, plus a little of all its text together.
+
+Before that, the phrase's shape is read with closed-class words only (mcp/lexicon.py): its
+clauses, which of them are negated, whether it asks, what part is the content to save, ids,
+and words no capability uses (its topic). Negation and correction are then handled
+explicitly:
+
+- a negated "forget" is a save ("don't forget ...", "vergiss nicht, dass ...");
+- any other negated action is declined ("never mind, don't save that"): no capability, unless
+  another clause asks for a different one ("you shouldn't have kept that, delete it");
+- a contrast ("the 19th, not the 18th") is a correction: an edit.
+
+A phrase that names no action but has a topic goes to the capability the spec marks
+`x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
 """
 
 from __future__ import annotations
@@ -15,154 +25,434 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from memory_bank.mcp import lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
-from memory_bank.search.analyzer import terms
 
-# Where a word in a tool's text says most about it.
-FIELD_WEIGHTS = (
-    ("title", 3.0),
-    ("summary", 2.0),
-    ("path", 2.0),
-    ("name", 1.5),
-    ("description", 1.0),
-)
-# An id in a parameter's description: "A memory id ... (mem_...)".
+# The stand-in for the user's own content in an example ("remember that …").
+PLACEHOLDER = "\u2026"
+_SLOT = "zzslot"
+# Feature names for a question and for content the capabilities do not know (a topic).
+QUESTION, TOPIC, NO_TOPIC, CONTENT = "<?>", "<topic>", "<no topic>", "<content>"
+TOPIC_WEIGHT = 1.0
+# How much what follows "that" or ":" counts: it is what to save, not what to do.
+CONTENT_WEIGHT = 0.3
+# How much a word's stem and its character 4-grams count beside the whole word.
+STEM_WEIGHT, GRAM_WEIGHT = 0.7, 0.5
+# A capability's score: its best document, plus this much of all its text together.
+PROFILE_WEIGHT = 0.3
+# Least score for a clause to name an action (below it, the words are only a topic).
+ACTION_FLOOR = 0.25
+# What the explicit rules add: a negated "forget", a contrast, an id of the right kind.
+KEEP_BONUS, CORRECTION_BONUS, ID_BONUS = 1.0, 0.35, 0.3
+# What an id leaves of a capability that takes no id of its kind.
+NO_ID_FACTOR = 0.5
+# What a question leaves of a capability that changes something.
+QUESTION_CHANGE_FACTOR = 0.6
+
+_BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s)")
+_WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
+_ID = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
 _ID_HINT = re.compile(r"\b([a-z][a-z0-9]*)_\.\.\.")
-_ID_TOKEN = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
-_WORD = re.compile(r"[a-z0-9_]+(?:[-'][a-z0-9_]+)*")
-_METHOD_ACTIONS = {"PUT": "configure", "PATCH": "edit", "DELETE": "delete"}
-_READS = frozenset({"find", "list", "fetch"})
+_ELISION = re.compile(r"^(l|d|j|t|s|m|n|c|qu)'(.+)$")
 
 
-def _lex(table: dict[str, str]) -> tuple[tuple[tuple[str, ...], str], ...]:
-    """(word sequence, concept) for every entry of a lexicon table, longest first."""
-    entries: list[tuple[tuple[str, ...], str]] = []
-    for concept, spec in table.items():
-        words, _, phrases = spec.partition("|")
-        entries.extend(((word,), concept) for word in words.split())
-        entries.extend(
-            (tuple(tokens(phrase)), concept) for phrase in phrases.split("|") if phrase.strip()
-        )
-    return tuple(sorted(entries, key=lambda entry: -len(entry[0])))
+def fold(text: str) -> str:
+    """Lower case without accents (ß is ss), curly apostrophes straight."""
+    text = text.replace("\u2019", "'").replace("\u00b4", "'")
+    decomposed = unicodedata.normalize("NFKD", text.replace(PLACEHOLDER, f" {_SLOT} "))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-case words; contractions stay whole ("don't forget"), a possessive 's goes."""
-    text = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
-    out = []
-    for token in _WORD.findall(text):
-        if token.endswith("'s") and token not in lexicon.CONTRACTIONS:
-            token = token[:-2]
-        out.append(token)
+def _split_words(segment: str) -> list[str]:
+    """The words of a piece of text: contractions spelled out, elisions ("l'", "qu'") and a
+    possessive 's split off."""
+    out: list[str] = []
+    for token in _WORD.findall(segment):
+        if token in lexicon.CONTRACTIONS:
+            out.extend(lexicon.CONTRACTIONS[token].split())
+            continue
+        elided = _ELISION.match(token)
+        if elided:
+            out.extend(elided.groups())
+        elif token.endswith("'s"):
+            out.append(token[:-2])
+        else:
+            out.append(token.replace("'", ""))
+    return ["all" if word in lexicon.ALL else word for word in out]
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A stretch of a phrase between punctuation, conjunctions and complementizers."""
+
+    words: tuple[str, ...]
+    negated: bool  # "don't save that"
+    contrast: bool  # "not the 18th": a value corrected, no action refused
+    content: bool  # after "that" or ":": what to save, not what to do
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A phrase read with closed-class words only."""
+
+    clauses: tuple[Clause, ...]
+    question: bool
+    ids: frozenset[str]  # the prefixes of the ids it carries (mem, mdr)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """Every word, in order."""
+        return tuple(w for clause in self.clauses for w in clause.words)
+
+
+@lru_cache(maxsize=1024)
+def parse(text: str) -> Phrase:
+    """The shape of a phrase: clauses (negated, contrasting, content), question, ids."""
+    folded = fold(text)
+    # Pieces of text at even positions, the punctuation between them at odd ones.
+    pieces = _BOUNDARY.split(folded)
+    flat = [w for piece in pieces[::2] for w in _without_names(_split_words(piece))]
+    first = flat[0] if flat else ""
+    asks = folded.strip().endswith("?") or "\u00bf" in text or first in lexicon.QUESTION_LEADS
+    question = asks and first not in lexicon.REQUEST_LEADS and not _commands(flat)
+    clauses: list[Clause] = []
+    content = acted = False
+    for number, piece in enumerate(pieces):
+        if number % 2:
+            # What follows a colon or a dash is the content: "save a memory: ...".
+            content = content or piece.strip()[:1] in {":", "-", "\u2013", "\u2014"}
+            continue
+        current: list[str] = []
+        words = _without_names(_split_words(piece))
+        for position, word in enumerate(words):
+            complementizer = acted and _introduces(word, words[position + 1 :])
+            if word in lexicon.CONJUNCTIONS or complementizer:
+                if current:
+                    clauses.append(_clause(current, content))
+                current = []
+                content = content or complementizer
+                continue
+            acted = acted or (word not in lexicon.STOP and word not in lexicon.NEGATIONS)
+            current.append(word)
+        if current:
+            clauses.append(_clause(current, content))
+    ids = frozenset(m.group(1) for w in flat if (m := _ID.match(w)))
+    return Phrase(tuple(clauses), question, ids)
+
+
+def _introduces(word: str, rest: list[str]) -> bool:
+    """Whether a word introduces a clause ("note that we ...") rather than pointing at
+    something ("delete that memory"): English "that" needs a clause after it."""
+    if word not in lexicon.COMPLEMENTIZERS:
+        return False
+    if word != "that":
+        return True
+    return bool(rest) and (rest[0] in lexicon.STOP or len(rest) >= 3)
+
+
+def _commands(words: list[str]) -> bool:
+    """Whether a phrase that looks like a question is an instruction ("don't forget ...")."""
+    return words[:2] == ["do", "not"]
+
+
+def _without_names(words: list[str]) -> list[str]:
+    """The words with the product's own name read as what it holds ("my memory bank")."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        for name in lexicon.PRODUCT_NAMES:
+            if tuple(words[i : i + len(name)]) == name:
+                out.append("memory")
+                i += len(name)
+                break
+        else:
+            out.append(words[i])
+            i += 1
     return out
 
 
-_ACTIONS = _lex(lexicon.ACTIONS)
-_OBJECTS = _lex(lexicon.OBJECTS)
-_KNOWN = frozenset(word for seq, _ in _ACTIONS + _OBJECTS for word in seq)
-
-
-def _concepts(words: list[str]) -> tuple[list[tuple[int, str, str]], set[int]]:
-    """(position, "action" or "object", concept) in order, and the positions they used.
-
-    At each position the longest entry wins (an action on a tie), and uses its words."""
-    found: list[tuple[int, str, str]] = []
-    used: set[int] = set()
-    i = 0
-    while i < len(words):
-        best: tuple[int, str, str] | None = None
-        for kind, entries in (("action", _ACTIONS), ("object", _OBJECTS)):
-            for seq, concept in entries:
-                if (best is None or len(seq) > best[0]) and tuple(words[i : i + len(seq)]) == seq:
-                    best = (len(seq), kind, concept)
-        if best is None:
-            i += 1
+def _clause(words: list[str], content: bool) -> Clause:
+    """A clause, with what its negations do."""
+    negated = contrast = False
+    for i, word in enumerate(words):
+        if word not in lexicon.NEGATIONS:
             continue
-        found.append((i, best[1], best[2]))
-        used.update(range(i, i + best[0]))
-        i += best[0]
-    return found, used
+        after = words[i + 1] if i + 1 < len(words) else ""
+        contrasts = word not in {"ne", "n"}  # French "ne" always stands before a verb
+        if i == 0 and contrasts and (after in lexicon.ARTICLES or after[:1].isdigit()):
+            contrast = True
+        elif after or i > 0:
+            negated = True
+    # A negation inside the content is part of what to save: "note that I don't eat pork".
+    return Clause(tuple(words), negated and not contrast and not content, contrast, content)
+
+
+def _features(word: str) -> dict[str, float]:
+    """A word's features: itself, its stem (first five letters) and its character 4-grams."""
+    out = {f"w:{word}": 1.0, f"s:{word[:5]}": STEM_WEIGHT}
+    padded = f"#{word}#"
+    grams = [padded[i : i + 4] for i in range(len(padded) - 3)]
+    for gram in grams:
+        out[f"g:{gram}"] = out.get(f"g:{gram}", 0.0) + GRAM_WEIGHT / len(grams)
+    return out
+
+
+def _meaningful(word: str) -> bool:
+    """Whether a word can say what to do (no grammar, no number, no id, no placeholder)."""
+    return (
+        word not in lexicon.STOP
+        and word not in lexicon.NEGATIONS
+        and word != _SLOT
+        and not word.isdigit()
+        and _ID.match(word) is None
+        and len(word) > 1
+    )
+
+
+def _bag(words: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Summed features of weighted words."""
+    out: dict[str, float] = {}
+    for word, weight in words:
+        for feature, value in _features(word).items():
+            out[feature] = out.get(feature, 0.0) + value * weight
+    return out
 
 
 @dataclass
-class Signature:
-    """What a tool is about, read from its own text."""
+class _Document:
+    """One text of a capability, as features."""
 
     capability: Capability
-    primary: str = "read"
-    method_action: str | None = None
-    actions: dict[str, float] = field(default_factory=dict)
-    objects: dict[str, float] = field(default_factory=dict)
-    core: set[str] = field(default_factory=set)  # objects of its title, summary, path, name
-    item: bool = False
-    id_prefixes: frozenset[str] = frozenset()
-    words: dict[str, float] = field(default_factory=dict)
-    length: float = 0.0
+    bag: dict[str, float]
 
 
-def signature(capability: Capability) -> Signature:
-    """A tool's signature (kept per capability: a loaded manifest does not change)."""
-    cached = _SIGNATURES.get(id(capability))
-    if cached is not None and cached[0] is capability:
-        return cached[1]
-    sig = _signature(capability)
-    # The capability is kept with it, so its id cannot be reused by another object.
-    _SIGNATURES[id(capability)] = (capability, sig)
-    return sig
+class _Index:
+    """Every capability's documents, and how rare each feature is among capabilities."""
+
+    def __init__(self, capabilities: tuple[Capability, ...]) -> None:
+        self.capabilities = capabilities
+        self.documents: list[_Document] = []
+        self.profiles: dict[str, dict[str, float]] = {}
+        self.words: set[str] = set()
+        self.stems: set[str] = set()
+        for capability in capabilities:
+            profile: dict[str, float] = {}
+            for text in _texts(capability):
+                bag = _phrase_bag(parse(text), self._topic_of_example(text))
+                self.documents.append(_Document(capability, bag))
+                for feature, value in bag.items():
+                    profile[feature] = profile.get(feature, 0.0) + value
+                for word in parse(text).words:
+                    if _meaningful(word):
+                        self.words.add(word)
+                        self.stems.add(word[:5])
+            self.profiles[capability.name] = profile
+        count = len(capabilities)
+        df: dict[str, int] = {}
+        for profile in self.profiles.values():
+            for feature in profile:
+                df[feature] = df.get(feature, 0) + 1
+        self.idf = {f: math.log(1 + count / n) for f, n in df.items()}
+        self.documents = [
+            _Document(d.capability, self._weighted(d.bag)) for d in self.documents if d.bag
+        ]
+        self.profiles = {name: self._weighted(p) for name, p in self.profiles.items()}
+
+    @staticmethod
+    def _topic_of_example(text: str) -> bool:
+        """An example marks where the user's own words go with the placeholder."""
+        return PLACEHOLDER in text
+
+    def _weighted(self, bag: dict[str, float]) -> dict[str, float]:
+        """A bag weighted by rarity, unit length, features no capability uses left out."""
+        out = {f: v * self.idf[f] for f, v in bag.items() if f in self.idf}
+        norm = math.sqrt(sum(v * v for v in out.values()))
+        return {f: v / norm for f, v in out.items()} if norm else {}
+
+    def known(self, word: str) -> bool:
+        """Whether some capability's text uses this word (or its stem)."""
+        return word in self.words or word[:5] in self.stems
+
+    def scores(self, bag: dict[str, float]) -> dict[str, float]:
+        """Each capability's similarity to a phrase's features."""
+        query = self._weighted(bag)
+        best: dict[str, float] = {c.name: 0.0 for c in self.capabilities}
+        if not query:
+            return best
+        for document in self.documents:
+            similarity = _dot(query, document.bag)
+            name = document.capability.name
+            best[name] = max(best[name], similarity)
+        for name, profile in self.profiles.items():
+            best[name] += PROFILE_WEIGHT * _dot(query, profile)
+        return best
 
 
-def _signature(capability: Capability) -> Signature:
-    """A tool's signature from its title, summary, description, path and name."""
-    title = capability.definition.get("title", "")
-    description = capability.definition.get("description", "")
-    summary, _, rest = description.partition(". ")
-    texts = {
-        "title": title,
-        "summary": summary,
-        "path": " ".join(
-            s for s in capability.path.split("/") if s and not s.startswith("{") and s != "v1"
-        ),
-        "name": re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", capability.name),
-        "description": rest,
-    }
-    sig = Signature(capability, item="{" in capability.path)
-    leads: dict[str, str] = {}
-    for name, weight in FIELD_WEIGHTS:
-        words = tokens(texts[name])
-        for _, kind, concept in _concepts(words)[0]:
-            bag = sig.actions if kind == "action" else sig.objects
-            bag[concept] = bag.get(concept, 0.0) + weight
-            if kind == "action":
-                leads.setdefault(name, concept)
-            elif name != "description":
-                sig.core.add(concept)
-        for term in terms(" ".join(w for w in words if w not in lexicon.STOP)):
-            sig.words[term] = sig.words.get(term, 0.0) + weight
-            sig.length += weight
-    sig.primary = leads.get("title") or leads.get("summary") or "read"
-    if sig.primary in lexicon.GENERIC_ACTIONS:
-        # "Show ..." or "Get ...": a tool whose answer holds a list lists, else it fetches one.
-        sig.primary = "list" if _returns_many(capability) else "fetch"
-    sig.method_action = _METHOD_ACTIONS.get(capability.method)
-    sig.id_prefixes = _id_prefixes(capability)
-    return sig
+def _dot(a: dict[str, float], b: dict[str, float]) -> float:
+    """The dot product of two sparse vectors."""
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(v * b.get(f, 0.0) for f, v in a.items())
 
 
-_SIGNATURES: dict[int, tuple[Capability, Signature]] = {}
+def _texts(capability: Capability) -> list[str]:
+    """The documents of a capability: its title, its summary and the spec's examples."""
+    title = str(capability.definition.get("title", ""))
+    summary = str(capability.definition.get("description", "")).partition(". ")[0]
+    return [t for t in (title, summary, *capability.examples) if t.strip()]
 
 
-def _returns_many(capability: Capability) -> bool:
-    """Whether the tool's result holds a list (a page or search results) at its top level."""
-    schema = capability.definition.get("outputSchema") or {}
-    options = [schema, *schema.get("anyOf", [])]
-    return any(
-        isinstance(prop, dict) and prop.get("type") == "array"
-        for option in options
-        for prop in option.get("properties", {}).values()
+def _phrase_bag(
+    phrase: Phrase, topic: bool, skip: frozenset[int] = frozenset(), known: _Index | None = None
+) -> dict[str, float]:
+    """The features of a phrase's clauses (but those in skip), its question and its topic."""
+    weighted: list[tuple[str, float]] = []
+    has_topic = topic
+    has_content = False
+    for index, clause in enumerate(phrase.clauses):
+        if index in skip or clause.contrast:
+            continue
+        has_content = has_content or clause.content
+        weight = CONTENT_WEIGHT if clause.content else 1.0
+        for word in clause.words:
+            if word == _SLOT:
+                has_topic = True
+            if not _meaningful(word):
+                continue
+            if known is not None and not known.known(word):
+                has_topic = True
+                continue
+            weighted.append((word, weight))
+    bag = _bag(weighted)
+    if not bag:
+        return bag  # no word that could say what to do: the shape alone says nothing
+    if has_content:
+        # "... that <clause>", "...: <words>": something to keep, whatever the verb was.
+        bag[CONTENT] = TOPIC_WEIGHT
+    if phrase.question:
+        bag[QUESTION] = 1.0
+    # Whether the user's own subject is there tells a search from a listing ("what do you
+    # know about Acme?" / "what do you know about me?").
+    bag[TOPIC if has_topic else NO_TOPIC] = TOPIC_WEIGHT
+    return bag
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The capabilities that fit a phrase, best first, and what the phrase declines."""
+
+    ranked: tuple[tuple[Capability, float], ...]
+    # The phrase says not to do this (and asks for nothing else): no capability fits.
+    declined: Capability | None = None
+    # A negated "forget" read as a save.
+    kept: bool = False
+
+
+_INDEXES: dict[int, tuple[Manifest, _Index]] = {}
+
+
+def _index(manifest: Manifest) -> _Index:
+    """The index of a manifest's capabilities and other operations (made once per manifest)."""
+    cached = _INDEXES.get(id(manifest))
+    if cached is None or cached[0] is not manifest:
+        cached = _INDEXES[id(manifest)] = (
+            manifest,
+            _Index((*manifest.capabilities, *manifest.elsewhere)),
+        )
+    return cached[1]
+
+
+def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
+    """What a phrase asks for among a manifest's capabilities and other operations."""
+    phrase = parse(query)
+    if not any(_meaningful(w) or _ID.match(w) for w in phrase.words):
+        return Answer(())
+    index = _index(manifest)
+    by_name = {c.name: c for c in index.capabilities}
+    negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
+    scores = index.scores(_phrase_bag(phrase, False, negated, index))
+    # A request in words no capability uses ("update a memory" with no edit tool) is no
+    # confident match for whatever shares its other words.
+    asked = [
+        w
+        for i, c in enumerate(phrase.clauses)
+        if i not in negated and not c.content and not c.contrast
+        for w in c.words
+        if _meaningful(w)
+    ]
+    if asked:
+        coverage = sum(index.known(w) for w in asked) / len(asked)
+        scores = {name: value * coverage**0.75 for name, value in scores.items()}
+    declined: Capability | None = None
+    kept = False
+    for position in sorted(negated):
+        clause = phrase.clauses[position]
+        alone = Phrase((Clause(clause.words, False, False, False),), False, frozenset())
+        clause_scores = index.scores(_phrase_bag(alone, False, frozenset(), index))
+        # What a negation refuses is a change ("don't save", "vergiss nicht"): reads aside.
+        changes = {n: s for n, s in clause_scores.items() if by_name[n].method != "GET"}
+        top, value = max(changes.items(), key=lambda item: item[1])
+        if value < ACTION_FLOOR:
+            continue
+        keeper = _keeper(by_name[top], index.capabilities)
+        if keeper is not None:
+            # Not forgetting is remembering: "don't forget ...", "vergiss nicht, dass ...".
+            scores[keeper.name] += KEEP_BONUS + value
+            kept = True
+        else:
+            declined = by_name[top]
+            scores[top] = min(scores[top], 0.0)
+    if any(c.contrast for c in phrase.clauses):
+        for capability in index.capabilities:
+            if capability.method == "PATCH":
+                scores[capability.name] += CORRECTION_BONUS
+    if phrase.question:
+        # A question asks to be told something, not to change anything.
+        for capability in index.capabilities:
+            if capability.method != "GET":
+                scores[capability.name] *= QUESTION_CHANGE_FACTOR
+    if phrase.ids:
+        # An id says which kind of thing the phrase is about: a tool taking no such id is
+        # unlikely.
+        for capability in index.capabilities:
+            if phrase.ids & _id_prefixes(capability):
+                scores[capability.name] += ID_BONUS
+            else:
+                scores[capability.name] *= NO_ID_FACTOR
+    best = max(scores.values(), default=0.0)
+    if declined is not None and not kept and best < ACTION_FLOOR:
+        return Answer((), declined)
+    if best < ACTION_FLOOR and not kept:
+        fallback = next((c for c in index.capabilities if c.fallback), None)
+        if fallback is not None:
+            scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR)
+    ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
+    order = {c.name: i for i, c in enumerate(index.capabilities)}
+    ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
+    return Answer(tuple(ranked[:limit]), declined, kept)
+
+
+def rank(manifest: Manifest, query: str, limit: int = 3) -> list[tuple[Capability, float]]:
+    """Capabilities (and other operations) best matching a phrase, best first, with scores.
+
+    Only those that score above zero are returned; a phrase of nothing but grammar, or one
+    that declines an action and asks for nothing else, finds nothing."""
+    return list(answer(manifest, query, limit).ranked)
+
+
+def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
+    """For a capability that forgets (DELETE on an item), the one that keeps: POST on its
+    collection."""
+    if capability.method != "DELETE" or not capability.path.endswith("}"):
+        return None
+    collection = capability.path.rsplit("/", 1)[0]
+    return next(
+        (c for c in capabilities if c.method == "POST" and c.path == collection and c.reachable),
+        None,
     )
 
 
@@ -174,185 +464,3 @@ def _id_prefixes(capability: Capability) -> frozenset[str]:
         if binding.get("in") == "path":
             found.update(_ID_HINT.findall(str(properties.get(name, {}).get("description", ""))))
     return frozenset(found)
-
-
-@dataclass(frozen=True)
-class Phrase:
-    """What a phrase asks, read with the lexicon."""
-
-    words: tuple[str, ...]
-    question: bool
-    actions: tuple[str, ...]
-    objects: frozenset[str]
-    topic: tuple[str, ...]
-    ids: frozenset[str]  # the prefixes of ids it carries (mem, mdr)
-    plural: bool
-    singular: bool
-
-
-@lru_cache(maxsize=256)
-def parse(text: str) -> Phrase:
-    """The intent of a phrase: actions in order, objects, question or not, topic words, ids."""
-    words = tokens(text)
-    for name in lexicon.PRODUCT_NAMES:
-        words = _without(words, name)
-    expanded = [w for word in words for w in lexicon.CONTRACTIONS.get(word, word).split()]
-    first = expanded[0] if expanded else ""
-    # "don't forget ..." is a command, and "can you save that?" a request, not questions.
-    question = (
-        expanded[:2] != ["do", "not"]
-        and first not in lexicon.REQUEST_LEADS
-        and (text.strip().endswith("?") or first in lexicon.QUESTION_LEADS)
-    )
-    found, used = _concepts(words)
-    actions: list[str] = []
-    objects: set[str] = set()
-    for position, kind, concept in found:
-        if kind == "object":
-            objects.add(concept)
-        elif question and concept == "create" and words[position] in lexicon.RECALL_IN_QUESTIONS:
-            actions.append("find")  # "do you remember ...?" asks; "remember ..." tells
-        else:
-            actions.append(concept)
-    ids = frozenset(m.group(1) for w in words if (m := _ID_TOKEN.match(w)))
-    topic = tuple(
-        w
-        for i, w in enumerate(words)
-        if i not in used
-        and w not in lexicon.STOP
-        and w not in lexicon.CONTRACTIONS
-        and w not in _KNOWN
-        and not _ID_TOKEN.match(w)
-        and not w.isdigit()
-        and len(w) > 1
-    )
-    plural = any(w in lexicon.PLURALS for w in words)
-    singular = not plural and any(w in lexicon.SINGULARS for w in words)
-    return Phrase(
-        tuple(words), question, tuple(actions), frozenset(objects), topic, ids, plural, singular
-    )
-
-
-def _without(words: list[str], name: tuple[str, ...]) -> list[str]:
-    """The words with every occurrence of a multi-word name taken out."""
-    out: list[str] = []
-    i = 0
-    while i < len(words):
-        if tuple(words[i : i + len(name)]) == name:
-            i += len(name)
-            continue
-        out.append(words[i])
-        i += 1
-    return out
-
-
-def _lead(phrase: Phrase) -> tuple[str | None, frozenset[str]]:
-    """The action a phrase leads with, after the rules for what people leave out, and the
-    objects it is about (a question about a change asks for a history)."""
-    specific = [a for a in phrase.actions if a not in lexicon.GENERIC_ACTIONS]
-    lead = specific[0] if specific else None
-    objects = phrase.objects
-    if phrase.question and lead in {"edit", "delete", "create"}:
-        # "What did admins change?", "who deleted ...?": read what happened, don't do it.
-        lead, objects = None, objects | {"history"}
-    if lead == "find" and phrase.question and not phrase.topic and not phrase.ids:
-        lead = "list"  # "do you remember anything?": the whole collection
-    if lead is None and phrase.topic and not objects & lexicon.SPECIFIC_OBJECTS:
-        lead = "find"  # a topic and no action: "what did we decide last week"
-    if lead is None and not phrase.topic and objects <= {"memory"}:
-        lead = "fetch" if phrase.ids else "list"  # "what are my memories"
-    return lead, objects
-
-
-def rank(manifest: Manifest, query: str, limit: int = 3) -> list[tuple[Capability, float]]:
-    """Capabilities best matching a phrase, best first, with their scores (ties in spec order).
-
-    Only tools that score above zero are returned; a phrase of nothing but stop-words finds
-    nothing."""
-    phrase = parse(query)
-    if not any(w not in lexicon.STOP for w in phrase.words):
-        return []
-    signatures = [signature(c) for c in manifest.capabilities]
-    lead, objects = _lead(phrase)
-    scorer = _Scorer(phrase, lead, objects, signatures)
-    scored = [(s.capability, round(scorer.score(s), 3)) for s in signatures]
-    scored = [pair for pair in scored if pair[1] > 0]
-    scored.sort(key=lambda pair: -pair[1])  # stable: equal scores keep spec order
-    return scored[:limit]
-
-
-class _Scorer:
-    """Scores tools for one phrase."""
-
-    def __init__(
-        self,
-        phrase: Phrase,
-        lead: str | None,
-        objects: frozenset[str],
-        signatures: list[Signature],
-    ) -> None:
-        self.phrase = phrase
-        self.lead = lead
-        self.objects = objects
-        self.others = [a for a in phrase.actions if a not in lexicon.GENERIC_ACTIONS][1:]
-        self.query_terms = terms(" ".join(w for w in phrase.words if w not in lexicon.STOP))
-        self.count = len(signatures)
-        self.average = sum(s.length for s in signatures) / max(1, self.count)
-        self.df: dict[str, int] = {}
-        for s in signatures:
-            for term in s.words:
-                self.df[term] = self.df.get(term, 0) + 1
-
-    def score(self, sig: Signature) -> float:
-        """One tool's score: action, objects, one-or-many cues, then word overlap."""
-        return self._action(sig) + self._objects(sig) + self._cues(sig) + self._words(sig)
-
-    def _action(self, sig: Signature) -> float:
-        """Agreement on what to do: the lead action most, further actions a little."""
-        score = 0.0
-        doing = {sig.primary, sig.method_action}
-        if self.lead in doing:
-            score += 6.0
-        elif self.lead in sig.actions:
-            score += 1.5 * min(sig.actions[self.lead], 3.0) / 3.0
-        for action in self.others:
-            score += 2.0 if action in doing else 0.5 if action in sig.actions else 0.0
-        reading = self.lead is None or self.lead in _READS
-        asks = self.phrase.question or "read" in self.phrase.actions
-        if reading and asks and sig.capability.method == "GET":
-            score += 1.5
-        return score
-
-    def _objects(self, sig: Signature) -> float:
-        """Agreement on what it is done to; a tool about something else costs."""
-        score = 0.0
-        for concept in self.objects:
-            weight = lexicon.OBJECT_WEIGHTS.get(concept, lexicon.SPECIFIC_WEIGHT)
-            if concept in sig.objects:
-                score += weight * min(sig.objects[concept], 4.0) / 4.0
-            if concept in lexicon.SPECIFIC_OBJECTS and concept not in sig.core:
-                score -= 2.0
-        return score - 3.0 * len((sig.core & lexicon.SPECIFIC_OBJECTS) - self.objects)
-
-    def _cues(self, sig: Signature) -> float:
-        """Ids and singular nouns point at one item, plurals at a collection."""
-        score = 4.0 if self.phrase.ids & sig.id_prefixes else 0.0
-        if self.phrase.plural and not sig.item and sig.capability.method == "GET":
-            score += 1.0
-        if self.phrase.singular and sig.item:
-            score += 1.0
-        return score
-
-    def _words(self, sig: Signature) -> float:
-        """A little BM25 over the tool's field-weighted words."""
-        k1, b = 1.2, 0.75
-        score = 0.0
-        for term in self.query_terms:
-            tf = sig.words.get(term, 0.0)
-            if not tf:
-                continue
-            df = self.df[term]
-            idf = math.log(1 + (self.count - df + 0.5) / (df + 0.5))
-            norm = tf + k1 * (1 - b + b * sig.length / self.average)
-            score += 0.6 * idf * tf * (k1 + 1) / norm
-        return score

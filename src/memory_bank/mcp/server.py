@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -9,11 +10,11 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from memory_bank import __version__, errors
 from memory_bank.mcp import capabilities
-from memory_bank.mcp.executor import Executor, error_result, structured_result
+from memory_bank.mcp.executor import OPERATION_HEADER, Executor, error_result, structured_result
 from memory_bank.mcp.manifest import Manifest
 
 INSTRUCTIONS = (
@@ -24,6 +25,49 @@ INSTRUCTIONS = (
     "execute_capability) rather than saving it again. Delete when the user asks you to forget "
     "something."
 )
+
+
+# The "## Memory Bank" instructions (`memory-bank prompt`), for hosts that offer prompts.
+PROMPT = types.Prompt(
+    name="memory-bank",
+    title="Memory Bank instructions",
+    description=(
+        "How to save (after the user confirms), recall, list, edit and delete memories with "
+        "this server: the text of `memory-bank prompt`, for an agent's instructions."
+    ),
+)
+# The REST operation that renders it; the prompt is fetched from it like a tool call.
+PROMPT_OPERATION = "getMemoryPrompt"
+# The Host the current /mcp request was sent to (endpoint.py sets it per request), so the
+# prompt spells its calls against the server the host reached, not the in-process loopback.
+REQUEST_HOST: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "memory_bank_mcp_request_host", default=None
+)
+
+
+async def prompt_result(manifest: Manifest, executor: Executor) -> types.GetPromptResult:
+    """The prompt's one message: the instructions as REST renders them for the caller's key."""
+    operation = next((c for c in manifest.elsewhere if c.name == PROMPT_OPERATION), None)
+    if operation is None:
+        raise MCPError(INVALID_PARAMS, f"Unknown prompt: {PROMPT.name}")
+    headers = {"Accept": "text/markdown", OPERATION_HEADER: PROMPT_OPERATION}
+    token = executor.credential()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    host = REQUEST_HOST.get()
+    if host:
+        headers["Host"] = host
+    response = await executor.client.get(operation.path, headers=headers)
+    if response.status_code != 200:
+        try:
+            detail = str(response.json().get("detail", ""))
+        except ValueError:
+            detail = ""
+        raise MCPError(INTERNAL_ERROR, detail or f"The prompt answered {response.status_code}.")
+    return types.GetPromptResult(
+        description=PROMPT.description,
+        messages=[types.PromptMessage(role="user", content=types.TextContent(text=response.text))],
+    )
 
 
 def tools_for(view: Manifest) -> list[types.Tool]:
@@ -50,8 +94,9 @@ def tools_list_bytes(view: Manifest) -> int:
 def build_server(
     manifest: Manifest, executor: Executor, view: Callable[[], Manifest] | None = None
 ) -> Server[Any]:
-    """A low-level MCP server whose tools are the manifest's capabilities; `view` gives the
-    part of the manifest the current caller's scopes allow (default: all of it)."""
+    """A low-level MCP server whose tools are the manifest's capabilities (and whose prompt is
+    the "## Memory Bank" instructions); `view` gives the part of the manifest the current
+    caller's scopes allow (default: all of it)."""
     current = view or (lambda: manifest)
     # Tool lists per view; views are made once per set of scopes (Manifest.for_scopes), so
     # this stays small. The view is kept with its list, so its id cannot be reused.
@@ -82,6 +127,20 @@ def build_server(
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
         return await dispatch(manifest, executor, params.name, params.arguments or {}, current())
 
+    async def list_prompts(
+        _ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        if params is not None and params.cursor is not None:
+            raise MCPError(INVALID_PARAMS, "Invalid cursor: this server lists its one prompt.")
+        return types.ListPromptsResult(prompts=[PROMPT])
+
+    async def get_prompt(
+        _ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != PROMPT.name:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {params.name}")
+        return await prompt_result(manifest, executor)
+
     return Server(
         "memory-bank",
         version=__version__,
@@ -89,6 +148,8 @@ def build_server(
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )
 
 
@@ -108,7 +169,7 @@ async def dispatch(
         if problem is not None:
             return error_result(problem)
         found = capabilities.search_results(
-            view or manifest, arguments["query"], arguments.get("limit", 3)
+            manifest, view or manifest, arguments["query"], arguments.get("limit", 3)
         )
         return structured_result(found)
     if name == capabilities.EXECUTE:

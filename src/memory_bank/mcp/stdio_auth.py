@@ -144,9 +144,13 @@ def remote_tools(url: str, key: str) -> frozenset[str]:
 
 
 def _reason(response: httpx.Response) -> str:
-    """Why the server refused: the first sentence of its problem's detail."""
+    """Why the server refused: the first sentence of its detail (a JSON-RPC error's message,
+    as /mcp answers, or a problem's detail)."""
     try:
-        detail = str(response.json().get("detail", ""))
+        body = response.json()
+        error = body.get("error")
+        found = error.get("message", "") if isinstance(error, dict) else body.get("detail", "")
+        detail = str(found)
     except (ValueError, AttributeError):
         detail = ""
     first = detail.split(". ")[0].strip()[:300]
