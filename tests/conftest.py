@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import secrets
 import sys
-from collections.abc import Callable, Iterator
+import types
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,3 +154,88 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     out = os.environ.get("MEMORY_BANK_FIGURES_OUT")
     if out:
         Path(out).write_text(json.dumps(found, indent=1) + "\n")
+
+
+# Markers for the fast tier (`make test-fast` leaves these out), applied from what a test uses
+# so that test files rarely name them: a "mariadb" parameter; the fixtures below, by name; and,
+# from the code of the test, of the suite's fixtures it requests and of its own module's
+# functions they call, whether it starts another process or builds the local model.
+FIXTURE_MARKS = {
+    "mariadb_url": "mariadb",
+    "mariadb_engine": "mariadb",
+    "mysqldb_url": "mariadb",
+    "own_mariadb": "mariadb",
+    "browser": "browser",
+    "panel": "browser",
+    "semantic": "model",
+    "provider": "model",
+    "embedding_server": "model",
+}
+# A live server, a subprocess, or the MCP SDK's stdio transport (a `memory-bank mcp` process).
+PROCESS_NAMES = {"start_server", "subprocess", "Popen", "StdioServerParameters"}
+# Building the local model (mpnet.ensure) or loading it (local_model.load).
+MODEL_CALLS = [{"mpnet", "ensure"}, {"local_model", "load"}]
+TESTS = Path(__file__).resolve().parent
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    """A code object and those nested in it (inner functions, lambdas, comprehensions)."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _names(functions: Iterable[Any]) -> set[str]:
+    """The global and attribute names these functions use (dotted imports split), following
+    calls into functions of their own module."""
+    todo = [inspect.unwrap(f) for f in functions]
+    seen: set[types.CodeType] = set()
+    names: set[str] = set()
+    while todo:
+        function = todo.pop()
+        code = getattr(function, "__code__", None)
+        if code is None or code in seen:
+            continue
+        seen.add(code)
+        for each in _codes(code):
+            for name in each.co_names:
+                names.update(name.split("."))
+                found = function.__globals__.get(name)
+                if inspect.isfunction(found) and found.__module__ == function.__module__:
+                    todo.append(found)
+    return names
+
+
+def _suite_fixtures(item: pytest.Function) -> list[Any]:
+    """The functions of the fixtures this test requests that the suite itself defines."""
+    found = []
+    for name in item.fixturenames:
+        for fixturedef in item._fixtureinfo.name2fixturedefs.get(name, ()):
+            code = getattr(inspect.unwrap(fixturedef.func), "__code__", None)
+            if code is not None and Path(code.co_filename).resolve().is_relative_to(TESTS):
+                found.append(fixturedef.func)
+    return found
+
+
+def _marks(item: pytest.Function) -> set[str]:
+    """The tier markers what this test uses calls for."""
+    marks = {FIXTURE_MARKS[name] for name in item.fixturenames if name in FIXTURE_MARKS}
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    if any(isinstance(value, str) and value == "mariadb" for value in params):
+        marks.add("mariadb")
+    names = _names([item.function, *_suite_fixtures(item)])
+    if names & PROCESS_NAMES:
+        marks.add("slow")
+    if any(call <= names for call in MODEL_CALLS):
+        marks.add("model")
+    return marks
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with the tiers it needs (see FIXTURE_MARKS)."""
+    for item in items:
+        if isinstance(item, pytest.Function):
+            for mark in sorted(_marks(item) - {m.name for m in item.iter_markers()}):
+                item.add_marker(mark)

@@ -24,6 +24,7 @@ from memory_bank.store.sealed import registry
 
 # The small packaged model: real vectors without building mpnet.
 MODEL = "local:all-MiniLM-L6-v2"
+pytestmark = pytest.mark.model
 WRITER = ("mcp:read", "mcp:write")
 REVIEWER = (*WRITER, "memory:review")
 ORG_REVIEWER = (*REVIEWER, "org:write")

@@ -255,6 +255,7 @@ def test_stateful_links(
 
 
 @pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize("credential", ["valid"])
 def test_search_with_semantic_search_on(
     make_service: Any, credential: str, database_url: str, figures: Figures

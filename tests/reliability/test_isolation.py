@@ -570,6 +570,7 @@ def _cross_owner_by_design(sql: str) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.parametrize("sealed", [False, True], ids=["plain", "encrypted"])
 def test_every_statement_on_vector_tables_filters_by_user(make_service, sealed):
     """With semantic search on: saves (the outbox row), the worker (vectors, versions), every

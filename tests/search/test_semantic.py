@@ -181,6 +181,7 @@ def test_a_save_is_searchable_lexically_before_its_vector_and_semantically_after
     assert [m["id"] for m in search(semantic, alice, QUESTION, mode="semantic")["results"]] == [leo]
 
 
+@pytest.mark.model
 def test_the_backlog_is_the_operators_metric_not_a_public_readyz_count(make_service):
     service = make_service(embeddings="local", embeddings_worker=False, metrics_enabled=True)
     alice = service.auth("alice")
@@ -439,6 +440,7 @@ def test_hybrid_search_through_an_openai_compatible_server(make_service, embeddi
     assert vector_rows(service.engine, "alice")[leo] == ("openai:other-minilm", 384)
 
 
+@pytest.mark.model
 def test_the_worker_drains_the_outbox_in_the_background(make_service):
     service = make_service(embeddings="local")  # worker on, as in `serve`
     alice = service.auth("alice")
