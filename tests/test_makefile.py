@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,4 +51,29 @@ def test_ci_runs_the_test_command_the_readme_gives():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     commands = [line.strip() for line in ci.splitlines() if line.startswith("make ")]
     assert "make test" in commands
-    assert re.search(r"^    make test\b", readme, re.MULTILINE)
+    # Not satisfied by `make test-fast` alone.
+    assert re.search(r"^    make test(\s|$)", readme, re.MULTILINE)
+
+
+def _pytest_arguments(recipe: str) -> list[list[str]]:
+    """The arguments after `pytest` of each pytest run in a recipe, split as the shell would."""
+    runs = [shlex.split(line) for line in recipe.splitlines() if "-m pytest" in line]
+    return [run[run.index("pytest") + 1 :] for run in runs]
+
+
+def test_make_test_fast_leaves_out_each_tier_and_needs_no_browser_or_driver(tmp_path):
+    recipe = _recipe("test-fast", tmp_path)
+    (arguments,) = _pytest_arguments(recipe)
+    expression = arguments[arguments.index("-m") + 1]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    registered = {m.split(":")[0] for m in config["tool"]["pytest"]["ini_options"]["markers"]}
+    tiers = {"mariadb", "model", "browser", "slow"}
+    # pytest does not check the names in -m: a misspelt one would quietly select its tests.
+    assert tiers <= registered
+    assert set(expression.split(" and ")) == {f"not {tier}" for tier in tiers}
+    assert "chromium" not in recipe and "mysqlclient" not in recipe
+
+
+def test_make_test_selects_every_test(tmp_path):
+    (arguments,) = _pytest_arguments(_recipe("test", tmp_path))
+    assert not {"-m", "-k", "--deselect", "--ignore"} & set(arguments)
