@@ -81,7 +81,7 @@ def tools_list_sizes() -> dict[tuple[str, str], int]:
     from memory_bank.app import create_app
     from memory_bank.settings import Settings
     from memory_bank.state import dispose, state_of
-    from memory_bank.store import keys
+    from memory_bank.store import api_keys
     from memory_bank.store.engine import writing
 
     every = ("mcp:read", "mcp:write", "memory:review", "org:write", "org:admin")
@@ -95,7 +95,7 @@ def tools_list_sizes() -> dict[tuple[str, str], int]:
             for name, scopes in (("every scope", every), ("mcp:read", ("mcp:read",))):
                 made[name] = writing(
                     state.db.engine,
-                    lambda conn, s=scopes: keys.create_key(conn, "figures", s, "f", "o", None),
+                    lambda conn, s=scopes: api_keys.create_key(conn, "figures", s, "f", "o", None),
                 )[0]
             with TestClient(app, base_url="http://127.0.0.1:8080") as client:
                 for name, key in made.items():
