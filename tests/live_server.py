@@ -38,6 +38,8 @@ def start_server(
         **os.environ,
         "MEMORY_BANK_DATABASE_URL": database_url,
         "MEMORY_BANK_LOG_LEVEL": "warning",
+        # Semantic search is on by default; tests that are not about it run lexical (fast).
+        "MEMORY_BANK_EMBEDDINGS": "off",
         **(extra_env or {}),
     }
     process = subprocess.Popen(
