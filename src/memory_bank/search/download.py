@@ -1,14 +1,15 @@
 """Model files fetched over HTTPS: hash-pinned, resumable, with progress, through HTTPS_PROXY.
 
 Standard library only (urllib), so it works in any environment the package installs into:
-no pip, no hub client. urllib's default opener reads HTTPS_PROXY, HTTP_PROXY and NO_PROXY
-from the environment, and tunnels HTTPS through the proxy with CONNECT. A file grows in
+no pip, no hub client. Each request's opener reads HTTPS_PROXY, HTTP_PROXY and NO_PROXY from
+the environment, and tunnels HTTPS through the proxy with CONNECT. A file grows in
 `<target>.part` and is renamed to target only once its sha256 is the pinned one; an
 interrupted download resumes from the partial file with an HTTP Range request.
 """
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import logging
 import os
@@ -101,12 +102,13 @@ def _fetch(
     last: Exception | None = None
     for attempt in range(attempts):
         if attempt:
-            time.sleep(min(2**attempt, 10))
+            time.sleep(min(0.5 * 2 ** (attempt - 1), 10))
             log.warning("download of %s interrupted (%s); resuming", target.name, last)
         try:
             _transfer(url, partial, progress)
             break
-        except (OSError, urllib.error.URLError) as exc:  # includes HTTP errors and timeouts
+        # OSError covers URLError, HTTP errors and timeouts; HTTPException a cut connection.
+        except (OSError, http.client.HTTPException) as exc:
             if isinstance(exc, urllib.error.HTTPError) and exc.code < 500 and exc.code != 429:
                 raise DownloadError(f"{url}: HTTP {exc.code} {exc.reason}") from None
             last = exc
@@ -124,6 +126,15 @@ def _fetch(
     return target
 
 
+def open_url(request: urllib.request.Request) -> http.client.HTTPResponse:
+    """Send a request through an opener made now, so the proxy variables in the environment
+    at this moment apply (urlopen's shared opener keeps those of its first use)."""
+    response: http.client.HTTPResponse = urllib.request.build_opener().open(
+        request, timeout=TIMEOUT_SECONDS
+    )
+    return response
+
+
 def _transfer(url: str, partial: Path, progress: Progress | None) -> None:
     """One request: the rest of the file appended to partial (or all of it, when the server
     ignores the range)."""
@@ -132,7 +143,7 @@ def _transfer(url: str, partial: Path, progress: Progress | None) -> None:
     if have:
         request.add_header("Range", f"bytes={have}-")
     try:
-        response = urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS)
+        response = open_url(request)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # nothing past what we have: it is all here already
             exc.close()

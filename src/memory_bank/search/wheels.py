@@ -13,12 +13,13 @@ import html.parser
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from memory_bank import __version__
 from memory_bank.search import download
@@ -101,7 +102,7 @@ def locate(index: str, project: str, filename: str) -> tuple[str, str | None]:
         },
     )
     try:
-        with urllib.request.urlopen(request, timeout=download.TIMEOUT_SECONDS) as response:
+        with download.open_url(request) as response:
             kind = response.headers.get_content_type()
             body = response.read().decode("utf-8", "replace")
             base = response.geturl()
@@ -118,8 +119,6 @@ def locate(index: str, project: str, filename: str) -> tuple[str, str | None]:
 
 def _normalize(project: str) -> str:
     """The project's name as simple-index URLs spell it (PEP 503)."""
-    import re
-
     return re.sub(r"[-_.]+", "-", project).lower()
 
 
@@ -156,8 +155,3 @@ def _html_links(body: str) -> list[tuple[str, str, str | None]]:
     parser = _Anchors()
     parser.feed(body)
     return parser.links
-
-
-def host_of(index: str) -> str:
-    """The index's host, for messages."""
-    return urlsplit(index).netloc
