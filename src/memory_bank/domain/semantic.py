@@ -49,7 +49,9 @@ class Semantic:
         self._dense = dense
         self._provider = provider
         self._preparation = preparation
-        self.model = provider.model if provider is not None else preparation.model  # type: ignore[union-attr]
+        named = provider if provider is not None else preparation
+        assert named is not None, "a provider, or the preparation of one"
+        self.model: str = named.model
         self.deadline = deadline_ms / 1000
         self.cache = dense.MatrixCache(cache_mb * 1024 * 1024)
         # Query embeddings run here, so a slow provider costs a search its deadline, not more.
