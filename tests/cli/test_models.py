@@ -22,6 +22,9 @@ from memory_bank.search.digest import sha256_file
 from memory_bank.search.reference import ReferenceMismatch
 from package_index import Index, serving, wheel
 
+# Loads the local model (the tier `make test-fast` leaves out).
+pytestmark = pytest.mark.model
+
 MINILM = "local:all-MiniLM-L6-v2-int8"
 
 

@@ -22,6 +22,9 @@ from memory_bank.search import download, mpnet, wheels
 from memory_bank.settings import Settings
 from package_index import serving
 
+# Loads the local model (the tier `make test-fast` leaves out).
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
 LEO = "Leo has football practice every Saturday"
 QUESTION = "What sport does my son do at the weekend?"
 OTHERS = [
@@ -80,7 +83,6 @@ def no_pip(tmp_path: Path) -> Iterator[str]:
     yield path
 
 
-@pytest.mark.slow
 def test_a_default_install_serves_at_once_then_answers_in_hybrid(
     tmp_path: Path, mpnet_wheels: dict[str, Path], no_pip: str
 ) -> None:

@@ -14,6 +14,9 @@ from memory_bank.domain.semantic import Semantic
 from memory_bank.search import local_model, preparing
 from memory_bank.search.errors import EmbeddingsMisconfigured
 
+# Loads the local model (the tier `make test-fast` leaves out).
+pytestmark = pytest.mark.model
+
 
 def plan(model: str, prepare: Callable[[local_model.Report], local_model.Files]) -> Any:
     """A plan for the packaged MiniLM under a name of its own, prepared by `prepare`."""
