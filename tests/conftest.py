@@ -78,7 +78,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 def settings(database_url: str) -> Settings:
     """Test settings: the parametrized database, response validation on, and the test client's
     host name allowed (Starlette's TestClient sends Host: testserver)."""
-    return Settings(database_url=database_url, validate_responses=True, allowed_hosts="testserver")
+    return Settings(
+        database_url=database_url,
+        validate_responses=True,
+        allowed_hosts="testserver",
+        embeddings="off",
+    )
 
 
 @dataclass

@@ -28,9 +28,10 @@ class LiveServer:
 
 
 def start_server(
-    database_url: str, extra_env: dict[str, str] | None = None, workers: int = 1
+    database_url: str, extra_env: dict[str, str | None] | None = None, workers: int = 1
 ) -> LiveServer:
-    """Start `memory-bank serve` on a free port and wait until /readyz answers."""
+    """Start `memory-bank serve` on a free port and wait until /readyz answers (a None in
+    extra_env removes that variable)."""
     import httpx
 
     port = free_port()
@@ -38,8 +39,11 @@ def start_server(
         **os.environ,
         "MEMORY_BANK_DATABASE_URL": database_url,
         "MEMORY_BANK_LOG_LEVEL": "warning",
+        # Semantic search is on by default; tests that are not about it run lexical (fast).
+        "MEMORY_BANK_EMBEDDINGS": "off",
         **(extra_env or {}),
     }
+    env = {name: value for name, value in env.items() if value is not None}
     process = subprocess.Popen(
         [
             sys.executable,

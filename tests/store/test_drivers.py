@@ -40,7 +40,9 @@ def mysqldb_url(mariadb_url: str) -> str:
 @pytest.fixture
 def client(mysqldb_url: str) -> Iterator[tuple[TestClient, dict[str, str]]]:
     """The whole app on mysqlclient, and a key's headers."""
-    app = create_app(Settings(database_url=mysqldb_url, allowed_hosts="testserver"))
+    app = create_app(
+        Settings(database_url=mysqldb_url, allowed_hosts="testserver", embeddings="off")
+    )
     engine = state_of(app).engine
     assert engine.driver == "mysqldb"
     secret, _ = writing(

@@ -14,7 +14,8 @@ def getHealthz() -> Reply:
 
 
 def getReadyz() -> Reply:
-    """The database answers and its schema is current."""
+    """The database answers and its schema is current (semantic search's state in detail:
+    ready, or how its model's preparation goes; search answers lexically meanwhile)."""
     state = app_state.current()
     try:
         current = is_current(state.db.engine)
@@ -23,5 +24,8 @@ def getReadyz() -> Reply:
     if not current:
         raise ServiceUnavailable("The database schema is not current; run memory-bank migrate.")
     # No counts here: anyone may call it, and the embedding backlog is every owner's (it is in
-    # /metrics, for the operator).
-    return json_reply({"status": "ready"})
+    # /metrics, for the operator). A model still being prepared does not make the service
+    # unready: it serves lexical search meanwhile.
+    if state.semantic is None:
+        return json_reply({"status": "ready"})
+    return json_reply({"status": "ready", "detail": state.semantic.status()})

@@ -7,14 +7,26 @@ import sys
 from collections.abc import Sequence
 
 from memory_bank import __version__
-from memory_bank.cli import crypto, drafts, keys, mcp, migrate, orgs, panel, reindex, serve, users
+from memory_bank.cli import (
+    crypto,
+    drafts,
+    keys,
+    mcp,
+    migrate,
+    models,
+    orgs,
+    panel,
+    reindex,
+    serve,
+    users,
+)
 from memory_bank.cli.common import EXIT_MASTER_KEY, EXIT_USAGE, CliError
 from memory_bank.search.errors import EmbeddingsMisconfigured
 from memory_bank.settings import PREFIX, Settings, documented
 from memory_bank.store.crypto import KeyProblem
 
 # Subcommands in the order `memory-bank --help` lists them.
-COMMANDS = (serve, migrate, keys, orgs, mcp, reindex, panel, users, drafts, crypto)
+COMMANDS = (serve, migrate, keys, orgs, mcp, reindex, models, panel, users, drafts, crypto)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,12 @@
 """Semantic search at run time: the provider, query embeddings under a deadline, and each
-owner's vectors as a cached matrix. One per process (AppState.semantic); None when off."""
+owner's vectors as a cached matrix. One per process (AppState.semantic); None when off.
+
+A local model whose files are here loads (and passes its reference check) at start, so a bad
+one refuses to start. One that must be downloaded or built first is prepared in a background
+thread (search/preparing.py) while the app serves: until it is ready, searches answer
+lexically and the outbox worker waits; a model that fails is logged, shown in /readyz, and
+never used.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
-from memory_bank.search.embeddings import Provider, make_provider
+from memory_bank.search.embeddings import Provider, make_provider, parse
 from memory_bank.settings import Settings
 from memory_bank.store import vectors
 
@@ -21,6 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from memory_bank.search.dense import Matrix
+    from memory_bank.search.preparing import Preparation
 
 log = logging.getLogger("memory_bank.embeddings")
 
@@ -28,13 +36,22 @@ log = logging.getLogger("memory_bank.embeddings")
 class Semantic:
     """A process's semantic search: embeds queries, ranks owners' vectors, tracks outages."""
 
-    def __init__(self, provider: Provider, deadline_ms: int, cache_mb: int) -> None:
-        # numpy comes with the `semantic` extra: imported only when semantic search is on.
+    def __init__(
+        self,
+        provider: Provider | None,
+        deadline_ms: int,
+        cache_mb: int,
+        preparation: Preparation | None = None,
+    ) -> None:
+        # numpy is imported only when semantic search is on.
         from memory_bank.search import dense
 
         self._dense = dense
-        self.provider = provider
-        self.model = provider.model
+        self._provider = provider
+        self._preparation = preparation
+        named = provider if provider is not None else preparation
+        assert named is not None, "a provider, or the preparation of one"
+        self.model: str = named.model
         self.deadline = deadline_ms / 1000
         self.cache = dense.MatrixCache(cache_mb * 1024 * 1024)
         # Query embeddings run here, so a slow provider costs a search its deadline, not more.
@@ -44,10 +61,38 @@ class Semantic:
         # Set when a save queued work, so the worker need not wait for its next poll.
         self.wake = threading.Event()
 
-    def begin(self, text: str) -> Callable[[], np.ndarray | None]:
+    @property
+    def provider(self) -> Provider:
+        """The provider; while a model is prepared, a stand-in whose embed waits for it."""
+        if self._provider is not None:
+            return self._provider
+        assert self._preparation is not None
+        found = self._preparation.provider
+        if found is not None:
+            self._provider = found
+            return found
+        return self._preparation.stand_in(self.wake)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the provider can embed now (not still being prepared, and not failed)."""
+        return self._provider is not None or (
+            self._preparation is not None and self._preparation.provider is not None
+        )
+
+    def status(self) -> str:
+        """What semantic search is doing, for /readyz: ready, or how preparing goes."""
+        if self._preparation is None:
+            return f"embeddings {self.model}: ready"
+        return self._preparation.status()
+
+    def begin(self, text: str) -> Callable[[], np.ndarray | None] | None:
         """Start embedding the query now; the returned call waits for it and gives the vector,
         or None when the provider fails or misses the deadline counted from now (so a search
-        can rank lexically meanwhile)."""
+        can rank lexically meanwhile). None at once while the model is not ready: the search
+        is lexical, with nothing to wait for."""
+        if not self.ready:
+            return None
         future = self._pool.submit(self.provider.embed, [text])
         until = time.monotonic() + self.deadline
         return lambda: self._finish(future, until)
@@ -66,7 +111,10 @@ class Semantic:
         return vector[0]
 
     def trouble(self, what: str) -> None:
-        """Note that the provider failed; logged once per episode (until it works again)."""
+        """Note that the provider failed; logged once per episode (until it works again). Not
+        while a model is prepared (or failed to be): the preparation logs how that goes."""
+        if not self.ready:
+            return
         with self._lock:
             first, self._down = not self._down, True
         if first:
@@ -105,9 +153,27 @@ class Semantic:
 
 
 def from_settings(settings: Settings) -> Semantic | None:
-    """The process's semantic search for these settings (None when off); the provider is
-    loaded now, so a bad setting stops start-up (EmbeddingsMisconfigured)."""
-    provider = make_provider(settings)
+    """The process's semantic search for these settings (None when off). A provider that is
+    here is loaded and checked now, so a bad setting or a model failing its reference check
+    stops start-up (EmbeddingsMisconfigured); a local model that must be downloaded or built
+    first is prepared in the background, once per process."""
+    choice = parse(settings.embeddings)
+    if choice.kind == "local":
+        from memory_bank.search import local_model
+        from memory_bank.search.preparing import prepare_in_background
+
+        chosen = local_model.plan(choice.target, settings)
+        files = chosen.present()
+        if files is None:
+            return Semantic(
+                None,
+                settings.embeddings_deadline_ms,
+                settings.embeddings_cache_mb,
+                prepare_in_background(chosen),
+            )
+        provider: Provider | None = local_model.provider(chosen, files)
+    else:
+        provider = make_provider(settings)
     if provider is None:
         return None
     return Semantic(provider, settings.embeddings_deadline_ms, settings.embeddings_cache_mb)

@@ -16,6 +16,7 @@ import httpx
 from mcp.server.stdio import stdio_server
 
 from memory_bank import state as app_state
+from memory_bank.domain import vector_jobs
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.manifest import Manifest
@@ -94,6 +95,10 @@ def _session(
         logging.getLogger("httpx").setLevel(logging.WARNING)
         transport = httpx.ASGITransport(app=app)
         client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE, timeout=60)
-        yield Session(client, key, manifest.for_scopes(scopes))
+        # The in-process transport runs no lifespan, so the embedding worker that `serve`
+        # runs there is started here: saved memories get their vectors in this process too.
+        worker = state.semantic if state.settings.embeddings_worker else None
+        with vector_jobs.running(state.db, worker):
+            yield Session(client, key, manifest.for_scopes(scopes))
     finally:
         app_state.dispose(state)

