@@ -25,6 +25,10 @@ from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import writing
 
+# Semantic search is on by default; the suite turns it on only where it is under test (by
+# setting, or the live servers' own environment), so processes started here read it off too.
+os.environ.setdefault("MEMORY_BANK_EMBEDDINGS", "off")
+
 MARIADB_ADMIN_URL = os.environ.get(
     "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
 )
