@@ -75,10 +75,10 @@ def _settle(
         db.writing(_storer(owner, semantic.model, raw, dim, rest, token))
     except StoredDataUnreadable:
         # The owner's data key stopped opening between the read and the write.
-        _set_aside(db, token, owner, rest, dict.fromkeys(raw, vectors.DATA_KEY))
+        _set_aside(db, token, owner, rest, {})
     except IntegrityError:
-        # Another process wrote a vector of one of these memories first (a job queued twice):
-        # give the jobs back; a later try finds the vectors there and settles them.
+        # Another process wrote a vector of one of these memories at the same moment (a memory
+        # queued twice): give the jobs back; the next try replaces that vector.
         _release(db, token, {owner: rest})
         return len(aside)
     return len(owned)
