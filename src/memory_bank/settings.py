@@ -182,6 +182,11 @@ class Settings:
         "Embed queued memories in a background thread of each serve process; off = only "
         "`memory-bank reindex --vectors` (or another process) drains the queue.",
     )
+    embeddings_lease_seconds: int = _setting(
+        300,
+        "Seconds a worker's claim on queued embeddings keeps other processes off them; a "
+        "crashed worker's jobs wait this long before another process takes them.",
+    )
     embeddings_cache_mb: int = _setting(
         256,
         "Megabytes of owners' vector matrices cached per worker process for semantic search "

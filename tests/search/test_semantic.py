@@ -464,6 +464,8 @@ def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_ser
     env = {
         "MEMORY_BANK_EMBEDDINGS_MODEL": "other-minilm",
         "MEMORY_BANK_EMBEDDINGS_TIMEOUT_MS": "120000",
+        # The killed worker's claim keeps its jobs from the next process until its lease ends.
+        "MEMORY_BANK_EMBEDDINGS_LEASE_SECONDS": "5",
     }
     server = start_server(database_url, {**env, "MEMORY_BANK_EMBEDDINGS": f"openai:{slow}"})
     engine = make_engine(database_url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory_bank import state as app_state
 from memory_bank.api.respond import Reply, json_reply
+from memory_bank.domain import vector_jobs
 from memory_bank.errors import ServiceUnavailable
 from memory_bank.store.migrate import is_current
 
@@ -23,9 +24,12 @@ def getReadyz() -> Reply:
         raise ServiceUnavailable("The database is unreachable.") from None
     if not current:
         raise ServiceUnavailable("The database schema is not current; run memory-bank migrate.")
-    # No counts here: anyone may call it, and the embedding backlog is every owner's (it is in
-    # /metrics, for the operator). A model still being prepared does not make the service
-    # unready: it serves lexical search meanwhile.
+    # No backlog here: anyone may call it, and the embedding backlog is every owner's (it is in
+    # /metrics, for the operator). Jobs set aside are counted by reason only: they wait for the
+    # operator (a data key that does not open), and no owner or memory is named. A model still
+    # being prepared does not make the service unready: it serves lexical search meanwhile.
     if state.semantic is None:
         return json_reply({"status": "ready"})
-    return json_reply({"status": "ready", "detail": state.semantic.status()})
+    aside = vector_jobs.set_aside(state.db)
+    body: dict[str, object] = {"status": "ready", "detail": state.semantic.status()}
+    return json_reply({**body, **({"set_aside": aside} if aside else {})})

@@ -42,7 +42,8 @@ def _vectors(args: argparse.Namespace, settings: Settings) -> int:
         total = vector_jobs.pending(db)
         print(f"queued {queued} memories without a {semantic.model} vector; {total} to embed")
         with tqdm(total=total, unit="memory", desc="embed", disable=args.quiet) as bar:
-            while done := vector_jobs.drain_once(db, semantic, args.batch):
+            lease = settings.embeddings_lease_seconds
+            while done := vector_jobs.drain_once(db, semantic, args.batch, lease):
                 bar.update(done)
         print(f"embedded with {semantic.model}; {vector_jobs.pending(db)} left in the queue")
     finally:

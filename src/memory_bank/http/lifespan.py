@@ -46,6 +46,7 @@ class BackgroundWorkMiddleware:
             vector_jobs.running(
                 self.state.db,
                 self.state.semantic if self.state.settings.embeddings_worker else None,
+                self.state.settings.embeddings_lease_seconds,
             ),
         ):
             await self.app(scope, receive, send)

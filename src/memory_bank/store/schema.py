@@ -290,7 +290,17 @@ embedding_job = Table(
     Column("user_id", String(128), nullable=False),
     Column("memory_id", String(32), nullable=False),
     Column("queued_at", Timestamp, nullable=False),
+    # A worker's claim: its token and the end of its lease. Another worker takes the job only
+    # once the lease is over (its claimer crashed), so no two processes embed the same job.
+    Column("claimed_by", String(32), nullable=True),
+    Column("claimed_until", Timestamp, nullable=True),
+    # Why the job was set aside (its owner's data key or its text does not open): never
+    # claimed again until `memory-bank reindex --vectors` gives it another try.
+    Column("set_aside", String(32), nullable=True),
     Index("ix_embedding_job_user_memory", "user_id", "memory_id"),
+    # The worker's scan (set_aside IS NULL, by id) and the set-aside count skip set-aside rows
+    # through this index instead of reading past them.
+    Index("ix_embedding_job_set_aside", "set_aside", "id"),
     **TABLE_ARGS,
 )
 

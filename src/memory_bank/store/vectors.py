@@ -1,5 +1,6 @@
-"""Owner-scoped statements on memory vectors, the embedding outbox and each owner's vector
-version; every statement filters by user_id except the outbox scan named as such."""
+"""Owner-scoped statements on memory vectors, the embedding outbox (claimed by one worker at a
+time, set aside when it cannot be read) and each owner's vector version; every statement
+filters by user_id except the outbox scan and the two counts named as such."""
 
 from __future__ import annotations
 
@@ -7,9 +8,22 @@ import base64
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, and_, delete, exists, func, insert, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import mysql, sqlite
 
 from memory_bank.ids import utcnow
@@ -58,24 +72,133 @@ def queue_statement(user_id: str, memory_id: str) -> batch.Statement:
     return batch.insert(embedding_job, [job_row(user_id, memory_id)])
 
 
-# The worker's one cross-owner statement: the head of the outbox, whoever it belongs to. It acts
-# for no caller; everything it then reads or writes is per owner.
-OUTBOX_SCAN = (
-    select(embedding_job.c.id, embedding_job.c.user_id, embedding_job.c.memory_id)
-    .order_by(embedding_job.c.id)
-    .limit(1)
-)
+# Why a job was set aside: its owner's data key does not open in this process (wrapped by
+# another master key, or damaged), or the memory's stored text does not open with it.
+DATA_KEY = "data_key"
+UNREADABLE = "unreadable"
 
 
-def next_jobs(conn: Connection, size: int) -> list[Job]:
-    """The oldest queued jobs, up to size (the outbox scan)."""
-    rows = conn.execute(OUTBOX_SCAN.limit(size)).all()
-    return [Job(int(r.id), r.user_id, r.memory_id) for r in rows]
+@dataclass(frozen=True)
+class Claim:
+    """Jobs one worker took, under its token, until its lease ends."""
+
+    token: str
+    jobs: list[Job]
+    until: datetime
+
+
+def _claimable(conn: Connection, now: datetime, size: int) -> Select[Any]:
+    """The worker's cross-owner statement: the head of the outbox, whoever it belongs to,
+    neither set aside nor claimed under a lease still running. It acts for no caller;
+    everything the worker then reads or writes is per owner."""
+    stmt = (
+        select(embedding_job.c.id, embedding_job.c.user_id, embedding_job.c.memory_id)
+        .where(
+            embedding_job.c.set_aside.is_(None),
+            or_(embedding_job.c.claimed_until.is_(None), embedding_job.c.claimed_until < now),
+        )
+        .order_by(embedding_job.c.id)
+        .limit(size)
+    )
+    if is_sqlite(conn):
+        # The claim's write transaction (BEGIN IMMEDIATE) already keeps other writers out.
+        return stmt
+    # Rows another worker is claiming right now are locked by it: skip them rather than wait
+    # (MariaDB 10.6+, MySQL 8); an older server waits, then sees them claimed.
+    return stmt.with_for_update(skip_locked=skips_locked(conn))
+
+
+def skips_locked(conn: Connection) -> bool:
+    """Whether this MySQL/MariaDB server knows SELECT ... FOR UPDATE SKIP LOCKED."""
+    version = conn.dialect.server_version_info or ()
+    if getattr(conn.dialect, "is_mariadb", False):
+        return tuple(version[:2]) >= (10, 6)
+    return tuple(version[:3]) >= (8, 0, 1)
+
+
+def claim(conn: Connection, size: int, lease_seconds: float) -> Claim:
+    """Claim the oldest claimable jobs (up to size) under a new token until the lease ends, in
+    the caller's write transaction: no other worker takes them before then."""
+    now = utcnow()
+    rows = conn.execute(_claimable(conn, now, size)).all()
+    jobs = [Job(int(r.id), r.user_id, r.memory_id) for r in rows]
+    found = Claim(secrets.token_hex(16), jobs, now + timedelta(seconds=lease_seconds))
+    for owner, ids in _by_owner(jobs).items():
+        conn.execute(
+            update(embedding_job)
+            .where(embedding_job.c.user_id == owner, embedding_job.c.id.in_(ids))
+            .values(claimed_by=found.token, claimed_until=found.until)
+        )
+    return found
+
+
+def _by_owner(jobs: Iterable[Job]) -> dict[str, list[int]]:
+    """Job ids per owner."""
+    out: dict[str, list[int]] = {}
+    for job in jobs:
+        out.setdefault(job.user_id, []).append(job.id)
+    return out
+
+
+def _mine(user_id: str, job_ids: Iterable[int], token: str) -> ColumnElement[bool]:
+    """These jobs of the owner, while they are still claimed under this token."""
+    return and_(
+        embedding_job.c.user_id == user_id,
+        embedding_job.c.id.in_(list(job_ids)),
+        embedding_job.c.claimed_by == token,
+    )
+
+
+def release(conn: Connection, user_id: str, job_ids: Sequence[int], token: str) -> None:
+    """Give back these jobs of the owner claimed under this token (the provider failed), so
+    a worker may take them again at once instead of after the lease."""
+    if job_ids:
+        conn.execute(
+            update(embedding_job)
+            .where(_mine(user_id, job_ids, token))
+            .values(claimed_by=None, claimed_until=None)
+        )
+
+
+def set_aside(
+    conn: Connection, user_id: str, job_ids: Sequence[int], token: str, reason: str
+) -> None:
+    """Set aside these jobs of the owner claimed under this token, with the reason: no worker
+    takes them again until retry_set_aside(), so they cannot block the queue."""
+    if job_ids:
+        conn.execute(
+            update(embedding_job)
+            .where(_mine(user_id, job_ids, token))
+            .values(claimed_by=None, claimed_until=None, set_aside=reason)
+        )
+
+
+def retry_set_aside(conn: Connection, user_id: str) -> None:
+    """Give the owner's set-aside jobs another try (the operator fixed the cause)."""
+    conn.execute(
+        update(embedding_job)
+        .where(embedding_job.c.user_id == user_id, embedding_job.c.set_aside.is_not(None))
+        .values(set_aside=None)
+    )
 
 
 def pending(conn: Connection) -> int:
-    """How many memories wait for an embedding, over every owner (for /readyz)."""
-    return int(conn.execute(select(func.count()).select_from(embedding_job)).scalar() or 0)
+    """How many memories wait for an embedding, over every owner, set-aside ones not counted
+    (for /metrics)."""
+    stmt = (
+        select(func.count()).select_from(embedding_job).where(embedding_job.c.set_aside.is_(None))
+    )
+    return int(conn.execute(stmt).scalar() or 0)
+
+
+def set_aside_counts(conn: Connection) -> dict[str, int]:
+    """How many jobs are set aside, per reason, over every owner (for /readyz)."""
+    rows = conn.execute(
+        select(embedding_job.c.set_aside, func.count())
+        .where(embedding_job.c.set_aside.is_not(None))
+        .group_by(embedding_job.c.set_aside)
+    ).all()
+    return {str(r[0]): int(r[1]) for r in rows}
 
 
 def pending_of(conn: Connection, user_id: str) -> int:
@@ -90,24 +213,38 @@ def store(
     model: str,
     vectors: dict[str, bytes],
     dim: int,
-    done: Sequence[int],
+    done: Sequence[Job],
+    token: str,
 ) -> None:
     """Write the owner's new vectors (float32 bytes) and drop the jobs they answer, in the
-    caller's transaction; the owner's version changes."""
-    # Only memories still there (locked, MySQL/MariaDB): one deleted since the job was read
-    # gets no vector, and its delete, which dropped its jobs, waits for or follows this.
+    caller's transaction; the owner's version changes. Only jobs still claimed under this
+    token count: one whose lease ran out and another worker took, or that an edit or delete
+    dropped meanwhile, gets no vector from here (the text embedded may be stale)."""
+    # The memories first, then their jobs, both locked (MySQL/MariaDB): the order an edit or a
+    # delete takes them in, so the two wait for each other instead of deadlocking.
+    wanted = list({job.memory_id for job in done})
     alive = (
         set(
             conn.execute(
                 select(memory.c.id)
-                .where(memory.c.user_id == user_id, memory.c.id.in_(list(vectors)))
+                .where(memory.c.user_id == user_id, memory.c.id.in_(wanted))
                 .with_for_update()
             ).scalars()
         )
-        if vectors
+        if wanted
         else set()
     )
-    vectors = {mid: raw for mid, raw in vectors.items() if mid in alive}
+    held = (
+        conn.execute(
+            select(embedding_job.c.id, embedding_job.c.memory_id)
+            .where(_mine(user_id, [job.id for job in done], token))
+            .with_for_update()
+        ).all()
+        if done
+        else []
+    )
+    ours = {r.memory_id for r in held}
+    vectors = {mid: raw for mid, raw in vectors.items() if mid in alive and mid in ours}
     ids = list(vectors)
     if ids:
         conn.execute(
@@ -131,7 +268,7 @@ def store(
                 for mid, raw in vectors.items()
             ],
         )
-    drop_jobs(conn, user_id, done)
+    drop_jobs(conn, user_id, [int(r.id) for r in held])
     if ids:
         bump(conn, user_id)
 
