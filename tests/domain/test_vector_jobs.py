@@ -211,7 +211,7 @@ def test_a_job_whose_data_key_does_not_open_is_set_aside_and_the_rest_drains(
     assert all(not text.startswith("bob") for text in embedder.counts())
     ready = service.client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "set_aside": {"data_key": 3}}
+    assert _without_detail(ready.json()) == {"status": "ready", "set_aside": {"data_key": 3}}
     assert vector_jobs.pending(service.db) == 0
     assert drain(service) == 0  # set aside: not tried again by the worker
 
@@ -223,7 +223,7 @@ def test_a_job_whose_data_key_does_not_open_is_set_aside_and_the_rest_drains(
     assert drain(service) == 3
     assert vectored(service.engine) == set(alices) | set(bobs)
     assert outbox(service.engine) == []
-    assert service.client.get("/readyz").json() == {"status": "ready"}
+    assert _without_detail(service.client.get("/readyz").json()) == {"status": "ready"}
     assert max(embedder.counts().values()) == 1
 
 
@@ -240,7 +240,7 @@ def test_a_memory_whose_text_does_not_open_is_set_aside_alone(make_service, embe
     assert drain(service) == 3
     assert vectored(service.engine) == {ids[0], ids[2]}
     assert outbox(service.engine) == [("alice", ids[1], "unreadable")]
-    assert service.client.get("/readyz").json() == {
+    assert _without_detail(service.client.get("/readyz").json()) == {
         "status": "ready",
         "set_aside": {"unreadable": 1},
     }
@@ -379,7 +379,7 @@ def test_two_worker_processes_embed_each_job_exactly_once(
         ("dave", "data_key")
     }
     assert len(outbox(service.engine)) == 30
-    assert service.client.get("/readyz").json() == {
+    assert _without_detail(service.client.get("/readyz").json()) == {
         "status": "ready",
         "set_aside": {"data_key": 30},
     }
@@ -515,3 +515,8 @@ def test_two_app_processes_see_each_others_saves_edits_and_deletes_in_semantic_s
         stop_server(first)
         stop_server(second)
         engine.dispose()
+
+
+def _without_detail(body: dict) -> dict:
+    """/readyz's answer without the embedding model's state line (its own tests pin that)."""
+    return {k: v for k, v in body.items() if k != "detail"}
