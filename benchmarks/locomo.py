@@ -32,6 +32,7 @@ import common
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 LIMIT = 10
+TUNE_CONVS = {"conv-26", "conv-30", "conv-41"}  # the tuning split (fusion.py); others held out
 DEFAULT_DATA = common.REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev5.json"
 
 
@@ -98,11 +99,36 @@ def build_memory(
     return body
 
 
-def load(path: Path, **save: bool) -> list[Conversation]:
-    """The conversations of the dataset with the memory each turn becomes."""
+def plain_memory(sample_id: str, turn: dict[str, Any], n: int, date: str) -> dict[str, Any]:
+    """The plain protocol: the turn, tagged with its speaker and session, its session as context."""
+    session = f"session {n}, {date}"
+    return {
+        "content": _line(turn),
+        "tags": [turn["speaker"], f"session {n}", date],
+        "contexts": [
+            {
+                "snippet": session,
+                "conversation_id": sample_id,
+                "message_id": turn["dia_id"],
+                "origin": "active_conversation",
+            }
+        ],
+    }
+
+
+def load(
+    path: Path, plain: bool = False, held_out: bool = False, **save: bool
+) -> list[Conversation]:
+    """The conversations of the dataset with the memory each turn becomes.
+
+    plain: the plain protocol (plain_memory) instead of neighbouring turns as contexts.
+    held_out: only the conversations outside the tuning split.
+    """
     data = json.loads(path.read_text())
     out = []
     for sample in data:
+        if held_out and sample["sample_id"] in TUNE_CONVS:
+            continue
         conv = sample["conversation"]
         turns: list[Turn] = []
         n = 1
@@ -110,7 +136,10 @@ def load(path: Path, **save: bool) -> list[Conversation]:
             session = conv[f"session_{n}"]
             date = _session_date(conv.get(f"session_{n}_date_time", ""))
             for i, turn in enumerate(session):
-                body = build_memory(sample["sample_id"], session, i, date, **save)
+                if plain:
+                    body = plain_memory(sample["sample_id"], turn, n, date)
+                else:
+                    body = build_memory(sample["sample_id"], session, i, date, **save)
                 turns.append(Turn(turn["dia_id"], body))
             n += 1
         known = {t.dia_id for t in turns}
@@ -215,24 +244,37 @@ def run_http(
 MODES = ("lexical", "semantic", "hybrid")
 
 
+# The server settings wait_for_embeddings needs: the backlog is a /metrics gauge, not in /readyz.
+SEMANTIC_ENV = {"MEMORY_BANK_METRICS_ENABLED": "true"}
+
+
 def wait_for_embeddings(client: httpx.Client, limit_s: float = 3600) -> None:
-    """Wait until the server's worker has embedded every saved memory."""
+    """Wait until the server's worker has embedded every saved memory (SEMANTIC_ENV on)."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        if client.get("/readyz").json().get("embeddings_pending", 0) == 0:
+        r = client.get("/metrics")
+        r.raise_for_status()
+        found = re.search(r"^memory_bank_embeddings_pending (\S+)$", r.text, re.MULTILINE)
+        if found is None:
+            raise RuntimeError(
+                "no memory_bank_embeddings_pending in /metrics: semantic search off?"
+            )
+        if float(found.group(1)) == 0:
             return
         time.sleep(0.5)
     raise RuntimeError("embeddings still pending")
 
 
-def run_modes(convs: list[Conversation], database_url: str) -> dict[str, Scores]:
-    """Save every turn to a server with semantic search on (the local model), let its worker
-    embed them, then ask every question in each mode."""
+def run_modes(
+    convs: list[Conversation], database_url: str, model: str = "local"
+) -> dict[str, Scores]:
+    """Save every turn to a server with semantic search on (the local model unless told), let
+    its worker embed them, then ask every question in each mode."""
     keys = {c.sample_id: common.make_key(database_url, f"locomo-{c.sample_id}") for c in convs}
     by_id: dict[str, str] = {}
     out: dict[str, Scores] = {}
     with (
-        common.serve(database_url, env={"MEMORY_BANK_EMBEDDINGS": "local"}) as server,
+        common.serve(database_url, env={**SEMANTIC_ENV, "MEMORY_BANK_EMBEDDINGS": model}) as server,
         httpx.Client(base_url=server.base_url, timeout=60) as client,
     ):
         for conv in convs:
@@ -521,6 +563,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="save every other turn to the user's org and compare with all personal",
     )
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help=f"only the conversations outside the tuning split ({', '.join(sorted(TUNE_CONVS))})",
+    )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="plain protocol: each turn tagged with its session, the session as its one context "
+        "(no neighbouring turns)",
+    )
+    parser.add_argument(
+        "--model", default="local", help="with --semantic: MEMORY_BANK_EMBEDDINGS (default local)"
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"dataset not found: {args.data} (use --data or MEMORY_BANK_LOCOMO)")
@@ -528,9 +584,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.ablation:
         ablation(args.data)
         return 0
-    convs = load(args.data)
+    convs = load(args.data, plain=args.plain, held_out=args.held_out)
     print(
-        f"LoCoMo {args.data.name}: {len(convs)} conversations, "
+        f"LoCoMo {args.data.name}{' held out' if args.held_out else ''}"
+        f"{', plain protocol' if args.plain else ''}: {len(convs)} conversations, "
         f"{sum(len(c.turns) for c in convs)} memories, "
         f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)"
     )
@@ -542,9 +599,9 @@ def main(argv: list[str] | None = None) -> int:
                 url = f"sqlite:///{tmp}/locomo.db"
             else:
                 url = common.create_database("mb_bench_locomo_semantic", drop=True)
-            modes = run_modes(convs, url)
+            modes = run_modes(convs, url, args.model)
         print(
-            f"memory-bank over HTTP on {args.engine}, MEMORY_BANK_EMBEDDINGS=local; "
+            f"memory-bank over HTTP on {args.engine}, MEMORY_BANK_EMBEDDINGS={args.model}; "
             "v0: MariaDB FULLTEXT natural-language mode filtered by user"
         )
         print_modes(modes, None if args.no_v0 else run_v0(convs))
