@@ -3,6 +3,8 @@ work (handler threads sized, SQLite checkpoints)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_bank.domain import vector_jobs
@@ -41,12 +43,15 @@ class BackgroundWorkMiddleware:
         limit_handler_threads(self.state.settings.db_pool_size)
         # The lifespan lasts as long as the app serves: SQLite's checkpoints and the embedding
         # worker (when semantic search is on) run beside it.
-        with (
-            checkpoint.in_background(self.state.db.engine),
-            vector_jobs.running(
-                self.state.db,
-                self.state.semantic if self.state.settings.embeddings_worker else None,
-                self.state.settings.embeddings_lease_seconds,
-            ),
-        ):
+        with checkpoint.in_background(self.state.db.engine), embedding_worker(self.state):
             await self.app(scope, receive, send)
+
+
+def embedding_worker(state: AppState) -> AbstractContextManager[None]:
+    """The embedding worker for as long as a block runs, when semantic search and the worker
+    are on (a lifespan, or `memory-bank mcp`, whose in-process transport runs none)."""
+    return vector_jobs.running(
+        state.db,
+        state.semantic if state.settings.embeddings_worker else None,
+        state.settings.embeddings_lease_seconds,
+    )

@@ -16,7 +16,7 @@ import httpx
 from mcp.server.stdio import stdio_server
 
 from memory_bank import state as app_state
-from memory_bank.domain import vector_jobs
+from memory_bank.http.lifespan import embedding_worker
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.manifest import Manifest
@@ -97,8 +97,7 @@ def _session(
         client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE, timeout=60)
         # The in-process transport runs no lifespan, so the embedding worker that `serve`
         # runs there is started here: saved memories get their vectors in this process too.
-        worker = state.semantic if state.settings.embeddings_worker else None
-        with vector_jobs.running(state.db, worker):
+        with embedding_worker(state):
             yield Session(client, key, manifest.for_scopes(scopes))
     finally:
         app_state.dispose(state)
