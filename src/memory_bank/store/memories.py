@@ -21,16 +21,18 @@ from sqlalchemy import (
     bindparam,
     delete,
     insert,
+    or_,
     select,
     tuple_,
     update,
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, data_keys, postings, revisions, tombstones, vectors
+from memory_bank.store import batch, data_keys, filters, postings, revisions, tombstones, vectors
+from memory_bank.store import tags as tag_index
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import Owner
-from memory_bank.store.schema import memory, memory_context
+from memory_bank.store.schema import memory, memory_context, memory_tag
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ def insert_memory(
         for pos, ctx in enumerate(shown)
     ]
     index = seal.postings(index)
+    tag_rows = tag_index.tag_rows(seal, owner.user_id, mid, now, tags)
     if batch.supported(conn):
         # MySQL/MariaDB: the memory, its contexts, postings and statistics (and the COMMIT) in
         # one round trip instead of five (each costs 0.1-0.5 ms of driver work and network here).
@@ -132,6 +135,8 @@ def insert_memory(
         if rows:
             statements.append(batch.insert(memory_context, rows))
         statements += postings.add_statements(owner.user_id, mid, index)
+        if tag_rows:
+            statements.append(tag_index.add_statement(tag_rows))
         if vectors.queueing(conn):
             statements.append(vectors.queue_statement(owner.user_id, mid))
         batch.execute(conn, statements, commit=commit)
@@ -140,6 +145,7 @@ def insert_memory(
         if rows:
             conn.execute(_INSERT_CONTEXT, rows)
         postings.add(conn, owner.user_id, mid, index)
+        tag_index.add(conn, tag_rows)
         if vectors.queueing(conn):
             # The outbox row commits with the memory: the worker embeds it later (store/vectors.py).
             vectors.queue(conn, owner.user_id, [mid])
@@ -224,13 +230,37 @@ _CONTEXT_COLUMNS = ("id", "snippet", "conversation_id", "message_id", "origin", 
 
 
 def list_memories(
-    conn: Connection, user_id: str, limit: int, before_id: str | None
+    conn: Connection,
+    user_id: str,
+    limit: int,
+    before: tuple[datetime, str] | None,
+    found: filters.Filters = filters.NONE,
 ) -> list[MemoryRow]:
-    """One page of the user's memories, newest first (ids sort by creation time)."""
-    stmt = select(memory).where(memory.c.user_id == user_id)
-    if before_id is not None:
-        stmt = stmt.where(memory.c.id < before_id)
-    rows = conn.execute(stmt.order_by(memory.c.id.desc()).limit(limit)).all()
+    """One page of the user's memories that pass the filters, newest first: by creation time,
+    then id, after the position `before` (a memory's created_at and id) when given."""
+    forms = filters.tag_forms(conn, user_id, found)
+    if forms:
+        # A tag filter reads its rarest tag's rows, newest first (their key ends with the
+        # memory's creation time and id), and looks up the rest: never every memory.
+        first = filters.driving_tag(conn, user_id, forms)
+        t = memory_tag.c
+        joined = memory_tag.join(
+            memory, and_(memory.c.user_id == t.user_id, memory.c.id == t.memory_id)
+        )
+        stmt = (
+            select(memory).select_from(joined).where(t.user_id == user_id, t.tag.in_(forms[first]))
+        )
+        others = [filters.carries(f) for i, f in enumerate(forms) if i != first]
+        when, key = t.created_at, t.memory_id
+    else:
+        stmt = select(memory).where(memory.c.user_id == user_id)
+        others = []
+        when, key = memory.c.created_at, memory.c.id
+    stmt = stmt.where(*filters.columns(found), *others)
+    if before is not None:
+        # created_at <= c bounds the index range; the OR only breaks ties of one millisecond.
+        stmt = stmt.where(when <= before[0], or_(when < before[0], key < before[1]))
+    rows = conn.execute(stmt.order_by(when.desc(), key.desc()).limit(limit)).all()
     seal = data_keys.sealer(conn, user_id)
     page = [_row(r, seal) for r in rows]
     _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
@@ -307,6 +337,7 @@ def update_memory(
     if index is not None:
         postings.remove(conn, row.user_id, row.id)
         postings.add(conn, row.user_id, row.id, seal.postings(index))
+        tag_index.replace(conn, seal, row.user_id, row.id, row.created_at, row.tags)
 
 
 def author(conn: Connection, user_id: str, memory_id: str) -> tuple[bool, str | None, int]:
@@ -328,6 +359,7 @@ def delete_memory(
     if not _lock(conn, user_id, memory_id):
         return False
     postings.remove(conn, user_id, memory_id)
+    tag_index.remove(conn, user_id, [memory_id])
     revisions.delete_revisions(conn, user_id, memory_id)
     # Its vector and queued jobs go in the same transaction (whether or not search uses them now).
     vectors.remove(conn, user_id, memory_id)

@@ -1,0 +1,164 @@
+"""What a listing or a search is narrowed to (tags, creation and update time, source), as the
+statements of one owner read it. Every statement names the owner.
+
+Each filter reads an index that leads with the owner (migration 0010): a tag its rows in
+memory_tag, a time range memory's (user_id, created_at) or (user_id, updated_at), a source
+(user_id, source, created_at). The domain parses the filters (domain/filters.py); ranking applies
+them before it picks the best k (search/index.py takes restrict(), search/dense.py a mask).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, exists, func, select
+
+from memory_bank.store import data_keys
+from memory_bank.store.engine import is_sqlite
+from memory_bank.store.schema import memory, memory_tag
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a memory must match to be listed or found; every field empty matches all."""
+
+    tags: tuple[str, ...] = ()  # folded (store/tags.fold): each one must be carried
+    created_after: datetime | None = None  # inclusive, naive UTC
+    created_before: datetime | None = None  # exclusive
+    updated_after: datetime | None = None  # inclusive
+    source: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.tags) or any(
+            v is not None
+            for v in (self.created_after, self.created_before, self.updated_after, self.source)
+        )
+
+
+NONE = Filters()
+
+
+def tag_forms(conn: Connection, owner: str, found: Filters) -> list[tuple[str, ...]]:
+    """Each filter tag's stored forms in this owner's rows (hashed with their key, if any)."""
+    if not found.tags:
+        return []
+    seal = data_keys.sealer(conn, owner)
+    return [seal.tag_forms(t) for t in found.tags]
+
+
+def columns(found: Filters) -> list[ColumnElement[bool]]:
+    """The time and source conditions on `memory`."""
+    conds: list[ColumnElement[bool]] = []
+    if found.created_after is not None:
+        conds.append(memory.c.created_at >= found.created_after)
+    if found.created_before is not None:
+        conds.append(memory.c.created_at < found.created_before)
+    if found.updated_after is not None:
+        conds.append(memory.c.updated_at >= found.updated_after)
+    if found.source is not None:
+        conds.append(memory.c.source == found.source)
+    return conds
+
+
+def carries(forms: Sequence[str]) -> ColumnElement[bool]:
+    """The memory row carries a tag of these stored forms (one primary-key lookup)."""
+    t = memory_tag.alias()
+    return exists().where(
+        t.c.user_id == memory.c.user_id,
+        t.c.tag.in_(list(forms)),
+        t.c.created_at == memory.c.created_at,
+        t.c.memory_id == memory.c.id,
+    )
+
+
+def driving_tag(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> int:
+    """Which filter tag has the fewest rows (counted up to a cap): the one a tag filter reads
+    first, so two tags cost what the rarer one costs."""
+    if len(forms) < 2:
+        return 0
+    counts = []
+    for each in forms:
+        capped = (
+            select(memory_tag.c.memory_id)
+            .where(memory_tag.c.user_id == owner, memory_tag.c.tag.in_(list(each)))
+            .limit(_COUNT_CAP)
+            .subquery()
+        )
+        counts.append(int(conn.execute(select(func.count()).select_from(capped)).scalar() or 0))
+    return min(range(len(forms)), key=counts.__getitem__)
+
+
+# How far driving_tag counts a tag's rows: past it, a tag is common enough either way.
+_COUNT_CAP = 2000
+
+
+def restrict(conn: Connection, owner: str, found: Filters, column: str) -> tuple[str, list[Any]]:
+    """The filters as driver SQL over a row whose memory id is `column` (BM25's postings): a
+    condition and its values in order, written with the connection's placeholders."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    parts: list[str] = []
+    params: list[Any] = []
+    checks = []
+    for name, op, value in (
+        ("created_at", ">=", found.created_after),
+        ("created_at", "<", found.created_before),
+        ("updated_at", ">=", found.updated_after),
+    ):
+        if value is not None:
+            checks.append(f"m.{name} {op} {mark}")
+            params.append(_when(conn, value))
+    if found.source is not None:
+        checks.append(f"m.source = {mark}")
+        params.append(found.source)
+    if checks:
+        parts.append(
+            f"EXISTS (SELECT 1 FROM memory m WHERE m.user_id = {mark} AND m.id = {column} "
+            f"AND {' AND '.join(checks)})"
+        )
+        params.insert(0, owner)
+    for forms in tag_forms(conn, owner, found):
+        marks = ", ".join([mark] * len(forms))
+        parts.append(
+            f"EXISTS (SELECT 1 FROM memory_tag t WHERE t.user_id = {mark} "
+            f"AND t.memory_id = {column} AND t.tag IN ({marks}))"
+        )
+        params += [owner, *forms]
+    return " AND ".join(parts) or "1 = 1", params
+
+
+def _when(conn: Connection, value: datetime) -> Any:
+    """A time as the engine's driver compares it with a stored one (SQLite keeps text)."""
+    if is_sqlite(conn):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value
+
+
+def tagged(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> list[str]:
+    """The owner's memory ids carrying every tag (each given by its stored forms): the rarest
+    tag's rows, each looked up for the others."""
+    first = driving_tag(conn, owner, forms)
+    t = memory_tag.alias("t")
+    stmt = select(t.c.memory_id).where(t.c.user_id == owner, t.c.tag.in_(list(forms[first])))
+    for i, each in enumerate(forms):
+        if i != first:
+            o = memory_tag.alias(f"o{i}")
+            stmt = stmt.where(
+                exists().where(
+                    o.c.user_id == t.c.user_id,
+                    o.c.memory_id == t.c.memory_id,
+                    o.c.tag.in_(list(each)),
+                )
+            )
+    return list(dict.fromkeys(conn.execute(stmt).scalars()))
+
+
+def passing(conn: Connection, owner: str, found: Filters) -> list[str]:
+    """Every memory id of the owner that passes the filters."""
+    forms = tag_forms(conn, owner, found)
+    stmt = select(memory.c.id).where(
+        memory.c.user_id == owner, *columns(found), *(carries(f) for f in forms)
+    )
+    return list(conn.execute(stmt).scalars())
