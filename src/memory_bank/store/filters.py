@@ -49,13 +49,19 @@ def tag_forms(conn: Connection, owner: str, found: Filters) -> list[tuple[str, .
     return [seal.tag_forms(t) for t in found.tags]
 
 
-def columns(found: Filters) -> list[ColumnElement[bool]]:
-    """The time and source conditions on `memory`."""
+def created(found: Filters, column: Any) -> list[ColumnElement[bool]]:
+    """The creation-time bounds on a column that holds it (memory's, or a tag row's copy)."""
     conds: list[ColumnElement[bool]] = []
     if found.created_after is not None:
-        conds.append(memory.c.created_at >= found.created_after)
+        conds.append(column >= found.created_after)
     if found.created_before is not None:
-        conds.append(memory.c.created_at < found.created_before)
+        conds.append(column < found.created_before)
+    return conds
+
+
+def columns(found: Filters) -> list[ColumnElement[bool]]:
+    """The time and source conditions on `memory`."""
+    conds = created(found, memory.c.created_at)
     if found.updated_after is not None:
         conds.append(memory.c.updated_at >= found.updated_after)
     if found.source is not None:
@@ -91,8 +97,27 @@ def driving_tag(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> i
     return min(range(len(forms)), key=counts.__getitem__)
 
 
-# How far driving_tag counts a tag's rows: past it, a tag is common enough either way.
+# How far driving_tag counts a tag's rows, and how many memories changed_since reads: past it,
+# a filter passes enough memories that a walk in listing order meets them soon.
 _COUNT_CAP = 2000
+
+
+def changed_since(conn: Connection, owner: str, since: datetime | None) -> list[str] | None:
+    """The ids of the owner's memories updated at or after `since` when there are few (read
+    from the update-time index), else None: the walk by creation time then finds them soon.
+
+    A memory updated since was created before or since; those created since all pass, so a
+    walk newest first is quick unless few pass, which is when this list is short.
+    """
+    if since is None:
+        return None
+    ids = conn.execute(
+        select(memory.c.id)
+        .where(memory.c.user_id == owner, memory.c.updated_at >= since)
+        .limit(_COUNT_CAP + 1)
+    ).scalars()
+    found = list(ids)
+    return found if len(found) <= _COUNT_CAP else None
 
 
 def restrict(conn: Connection, owner: str, found: Filters, column: str) -> tuple[str, list[Any]]:

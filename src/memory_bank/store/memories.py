@@ -237,30 +237,42 @@ def list_memories(
     found: filters.Filters = filters.NONE,
 ) -> list[MemoryRow]:
     """One page of the user's memories that pass the filters, newest first: by creation time,
-    then id, after the position `before` (a memory's created_at and id) when given."""
+    then id, after the position `before` (a memory's created_at and id) when given.
+
+    Each filter reads one index of the owner's (store/filters.py), never every memory: few
+    memories changed since updated_after are read by update time, else a tag's rows (newest
+    first), else the creation-time or source index; the other filters check what that yields.
+    """
+    sqlite = is_sqlite(conn)
     forms = filters.tag_forms(conn, user_id, found)
-    if forms:
-        # A tag filter reads its rarest tag's rows, newest first (their key ends with the
-        # memory's creation time and id), and looks up the rest: never every memory.
+    params: dict[str, Any] = {}
+    changed = filters.changed_since(conn, user_id, found.updated_after)
+    if changed == []:
+        return []
+    if changed is not None:
+        stmt = select(memory).where(_owned(sqlite, memory.c.user_id, memory.c.id))
+        params = _owned_params(sqlite, user_id, changed)
+        checks = [filters.carries(f) for f in forms]
+        when, key = memory.c.created_at, memory.c.id
+    elif forms:
         first = filters.driving_tag(conn, user_id, forms)
         t = memory_tag.c
         joined = memory_tag.join(
             memory, and_(memory.c.user_id == t.user_id, memory.c.id == t.memory_id)
         )
-        stmt = (
-            select(memory).select_from(joined).where(t.user_id == user_id, t.tag.in_(forms[first]))
-        )
-        others = [filters.carries(f) for i, f in enumerate(forms) if i != first]
+        stmt = select(memory).select_from(joined).where(t.user_id == user_id)
+        checks = [t.tag.in_(forms[first]), *filters.created(found, t.created_at)]
+        checks += [filters.carries(f) for i, f in enumerate(forms) if i != first]
         when, key = t.created_at, t.memory_id
     else:
         stmt = select(memory).where(memory.c.user_id == user_id)
-        others = []
+        checks = []
         when, key = memory.c.created_at, memory.c.id
-    stmt = stmt.where(*filters.columns(found), *others)
+    stmt = stmt.where(*filters.columns(found), *checks)
     if before is not None:
         # created_at <= c bounds the index range; the OR only breaks ties of one millisecond.
         stmt = stmt.where(when <= before[0], or_(when < before[0], key < before[1]))
-    rows = conn.execute(stmt.order_by(when.desc(), key.desc()).limit(limit)).all()
+    rows = conn.execute(stmt.order_by(when.desc(), key.desc()).limit(limit), params).all()
     seal = data_keys.sealer(conn, user_id)
     page = [_row(r, seal) for r in rows]
     _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
