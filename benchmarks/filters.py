@@ -193,11 +193,12 @@ def load(url: str, users: int, bodies: list[dict[str, Any]]) -> tuple[sa.Engine,
     return engine, now
 
 
-def add_vectors(engine: sa.Engine, users: int, model: str, dim: int) -> None:
-    """Random unit vectors of the model for every loaded memory without one."""
+def add_vectors(engine: sa.Engine, model: str, dim: int) -> None:
+    """Random unit vectors of the model for the measured user's memories (a search reads only
+    the searcher's vectors)."""
     import numpy as np
 
-    for n in range(users):
+    for n in range(1):
         user = user_name(n)
         with engine.connect() as conn:
             if vectors.models(conn, user).get(model, 0) >= PER_USER:
@@ -288,7 +289,7 @@ def measure(
         from memory_bank.search.local_model import load as load_model
 
         model = load_model(DEFAULT_LOCAL).model
-        add_vectors(engine, users, model, 768)
+        add_vectors(engine, model, 768)
         env = {
             "MEMORY_BANK_EMBEDDINGS": "local",
             "MEMORY_BANK_EMBEDDINGS_WORKER": "false",

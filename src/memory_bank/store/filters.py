@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, exists, func, select
+from sqlalchemy import ColumnElement, Connection, exists, func, literal, select
 
 from memory_bank.store import data_keys
 from memory_bank.store.engine import is_sqlite
@@ -70,14 +70,25 @@ def columns(found: Filters) -> list[ColumnElement[bool]]:
 
 
 def carries(forms: Sequence[str]) -> ColumnElement[bool]:
-    """The memory row carries a tag of these stored forms (one primary-key lookup)."""
+    """The memory row carries a tag of these stored forms: one primary-key lookup per row.
+
+    A scalar subquery, not EXISTS: MariaDB turns an EXISTS into a semi-join and may then read
+    this tag's rows first, all of them, and sort, where the listing walks its driving index
+    newest first and stops after a page.
+    """
     t = memory_tag.alias()
-    return exists().where(
-        t.c.user_id == memory.c.user_id,
-        t.c.tag.in_(list(forms)),
-        t.c.created_at == memory.c.created_at,
-        t.c.memory_id == memory.c.id,
+    found = (
+        select(literal(1))
+        .where(
+            t.c.user_id == memory.c.user_id,
+            t.c.tag.in_(list(forms)),
+            t.c.created_at == memory.c.created_at,
+            t.c.memory_id == memory.c.id,
+        )
+        .limit(1)
+        .scalar_subquery()
     )
+    return found.is_not(None)
 
 
 def driving_tag(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> int:
