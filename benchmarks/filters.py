@@ -258,7 +258,10 @@ def client_call(
     base_url: str, key: str, path: str, params: dict[str, Any], mode: str | None
 ) -> Callable[[str], object]:
     """One timed request per query (the query is ignored by the listing)."""
-    client = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"})
+    # A long timeout: the first hybrid search loads the user's 100k vectors into the cache.
+    client = httpx.Client(
+        base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=300
+    )
 
     def run(q: str) -> object:
         extra = {"q": q, "limit": 10} if path.endswith("search") else {"limit": 20}
