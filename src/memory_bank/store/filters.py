@@ -1,7 +1,7 @@
 """What a listing or a search is narrowed to (tags, creation and update time, source), as the
 statements of one owner read it. Every statement names the owner.
 
-Each filter reads an index that leads with the owner (migration 0010): a tag its rows in
+Each filter reads an index that leads with the owner (migration 0014): a tag its rows in
 memory_tag, a time range memory's (user_id, created_at) or (user_id, updated_at), a source
 (user_id, source, created_at). The domain parses the filters (domain/filters.py); ranking applies
 them before it picks the best k (search/index.py takes restrict(), search/dense.py a mask).

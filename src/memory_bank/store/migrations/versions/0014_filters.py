@@ -7,8 +7,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-revision = "0010"
-down_revision = "0009"
+revision = "0014"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
