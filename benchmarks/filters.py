@@ -83,9 +83,7 @@ def _insert(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) ->
         conn.execute(sa.insert(table), rows[i : i + 5_000])
 
 
-def load_user(
-    conn: sa.Connection, n: int, bodies: list[dict[str, Any]], now: datetime
-) -> None:
+def load_user(conn: sa.Connection, n: int, bodies: list[dict[str, Any]], now: datetime) -> None:
     """One user's 100k memories with contexts, postings, statistics and tag rows."""
     rng = random.Random(1000 + n)
     user = user_name(n)
@@ -137,7 +135,9 @@ def load_user(
                     "created_at": created,
                 }
             )
-        entry = postings_of(body["content"], labels, [c["snippet"] for c in body.get("contexts", [])])
+        entry = postings_of(
+            body["content"], labels, [c["snippet"] for c in body.get("contexts", [])]
+        )
         posts += posting_rows(user, mid, entry)
         total_len += entry.length
         tagged += tag_rows(PLAIN, user, mid, created, labels)
@@ -277,9 +277,7 @@ def client_call(
     return run
 
 
-def measure(
-    engine_name: str, users: int, queries: list[str], hybrid: bool
-) -> list[dict[str, Any]]:
+def measure(engine_name: str, users: int, queries: list[str], hybrid: bool) -> list[dict[str, Any]]:
     """p50/p95 of every filter for list and search on one engine."""
     bodies, _ = scale.corpus(locomo.DEFAULT_DATA)
     if engine_name == "mariadb":
@@ -300,41 +298,51 @@ def measure(
         }
     engine.dispose()
     key = common.make_key(url, user_name(0))
+    kinds = ["list", "lexical", *(["hybrid"] if hybrid else [])]
     rows = []
     with common.serve(url, env=env) as server:
+        # Every filter and kind in one block, interleaved query by query: this machine's speed
+        # drifts by 2x within minutes, so only side-by-side timings compare.
+        fns = {}
         for name, params in filters(now).items():
-            fns = {
-                "list": client_call(server.base_url, key, "/v1/memory", params, None),
-                "lexical": client_call(
-                    server.base_url, key, "/v1/memory/search", params, "lexical"
-                ),
-            }
-            if hybrid:
-                fns["hybrid"] = client_call(
-                    server.base_url, key, "/v1/memory/search", params, "hybrid"
+            for kind in kinds:
+                path = "/v1/memory" if kind == "list" else "/v1/memory/search"
+                mode = None if kind == "list" else kind
+                fns[(name, kind)] = client_call(server.base_url, key, path, params, mode)
+        timed = scale.timed_together(
+            {f"{n}|{k}": fn for (n, k), fn in fns.items()},
+            queries,
+            {f"{n}|list": min(len(queries), 100) for n in filters(now)},
+        )
+        for name, params in filters(now).items():
+            returned = {
+                kind: len(
+                    fns[(name, kind)](queries[0])["memories" if kind == "list" else "results"]
                 )
-            timed = scale.timed_together(fns, queries, {"list": min(len(queries), 100)})
-            counts = {
-                kind: len(fns[kind](queries[0])["results" if kind != "list" else "memories"])
-                for kind in fns
+                for kind in kinds
             }
             row = {
                 "engine": engine_name,
                 "filter": name,
                 "params": params,
-                "latency_ms": {k: {"p50": v[0], "p95": v[1]} for k, v in timed.items()},
-                "returned": counts,
-                "machine_ms": common.machine_speed(),
+                "latency_ms": {
+                    kind: dict(zip(("p50", "p95"), timed[f"{name}|{kind}"], strict=True))
+                    for kind in kinds
+                },
+                "returned": returned,
             }
             print(json.dumps(row), flush=True)
             rows.append(row)
+    machine = common.machine_speed()
+    for row in rows:
+        row["machine_ms"] = machine
     return rows
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     """p50 / p95 per filter and kind, and the p95 ratio to the same engine's unfiltered."""
     kinds = [k for k in ("list", "lexical", "hybrid") if k in rows[0]["latency_ms"]]
-    head = " | ".join(f"{k} p50 / p95 (× none)" for k in kinds)
+    head = " | ".join(f"{k} p50 / p95 (p95 / none)" for k in kinds)
     print(f"| engine | filter | {head} |")
     print("|---|---|" + "---:|" * len(kinds))
     base = {r["engine"]: r["latency_ms"] for r in rows if r["filter"] == "none"}

@@ -40,7 +40,7 @@ def new_id(prefix: str) -> str:
 
 def id_time(value: str) -> datetime:
     """The time an id was minted (its first 48 bits), naive UTC; ValueError for a non-id."""
-    head, sep, body = value.partition("_")
+    _, sep, body = value.partition("_")
     if not sep or not ID_BODY.match(body):
         raise ValueError("not an id")
     ms = 0
