@@ -276,3 +276,17 @@ def test_a_bad_value_is_a_400_naming_the_parameter(service, path, params, field)
     # A tag is named with its place in the list (tag.0) when its own shape is wrong.
     assert problem["field"] == field or problem["field"].startswith(f"{field}.")
     assert field in problem["detail"]
+
+
+def test_a_cursor_issued_before_time_order_still_pages(service):
+    from memory_bank.app import state_of
+    from memory_bank.domain import cursor
+
+    headers = service.auth("alice")
+    saved = []
+    for i in range(4):
+        r = service.client.post("/v1/memory", json={"content": f"note {i}"}, headers=headers)
+        saved.insert(0, r.json()["memory"]["id"])  # newest first
+    # Such a cursor holds the last id alone: the listing resumes at the time that id was minted.
+    old = cursor.encode(state_of(service.app).secret, "alice", "memories", saved[1])
+    assert listed(service, headers, cursor=old) == saved[2:]
