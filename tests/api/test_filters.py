@@ -290,3 +290,49 @@ def test_a_cursor_issued_before_time_order_still_pages(service):
     # Such a cursor holds the last id alone: the listing resumes at the time that id was minted.
     old = cursor.encode(state_of(service.app).secret, "alice", "memories", saved[1])
     assert listed(service, headers, cursor=old) == saved[2:]
+
+
+def test_updated_after_lists_new_memories_then_older_ones_edited_since(service):
+    headers = service.auth("alice")
+    since = NOW - 2 * DAY
+    old = [plant(service, f"old {i}", created=NOW - (30 + i) * DAY) for i in range(5)]
+    edited = [
+        plant(service, f"old but edited {i}", created=NOW - (20 + i) * DAY, updated=NOW - DAY)
+        for i in range(2)
+    ]
+    new = [plant(service, f"new {i}", created=NOW - i * timedelta(hours=5)) for i in range(3)]
+    want = [*new, *edited]  # newest first by creation time
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params = {"updated_after": iso(since), "limit": 2, **({"cursor": cursor} if cursor else {})}
+        r = service.client.get("/v1/memory", params=params, headers=headers)
+        assert r.status_code == 200, r.text
+        seen += [m["id"] for m in r.json()["memories"]]
+        cursor = r.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == want
+    assert not set(old) & set(seen)
+    # With a creation range inside the edited span, only the edited ones.
+    assert listed(service, headers, updated_after=iso(since), created_before=iso(since)) == edited
+
+
+@pytest.mark.parametrize("few", [500, 0])
+def test_a_filtered_search_past_the_postings_budget_still_finds_k(service, monkeypatch, few):
+    from memory_bank.domain import filters
+    from memory_bank.search import index
+
+    # A budget of 2 postings sends "harbour" (on every memory) down the candidates-only path:
+    # the rare word's memories carry no tag, so none of its candidates pass the filter. With
+    # few=0 the passing memories are never ranked by id, so the posting checks must do it.
+    monkeypatch.setattr(index, "POSTINGS_BUDGET", 2)
+    monkeypatch.setattr(filters, "FEW", few)
+    headers = service.auth("alice")
+    for i in range(3):
+        plant(service, f"zebra sighting at the harbour {i}", created=NOW - i * DAY)
+    tagged = [
+        plant(service, f"harbour walk {i}", ["walks"], created=NOW - i * DAY) for i in range(4)
+    ]
+    got = found(service, headers, "zebra harbour", tag="walks", limit=3)
+    assert len(got) == 3 and set(got) <= set(tagged)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 
 from memory_bank.errors import InvalidRequest
-from memory_bank.search.index import Restriction
+from memory_bank.search.index import Among
 from memory_bank.store import filters as store_filters
 from memory_bank.store.filters import NONE, Filters
 from memory_bank.store.tags import fold
@@ -109,11 +109,17 @@ def instant(value: str | None, name: str) -> datetime | None:
         ) from None
 
 
-def restriction(conn: Connection, owner: str, only: Filters) -> Restriction | None:
+# Up to this many memories pass: BM25 ranks them by id (a few lookups per query term) rather
+# than checking each posting it reads.
+FEW = 500
+
+
+def restriction(conn: Connection, owner: str, only: Filters) -> Among | None:
     """The filters as BM25 applies them to one owner's postings (None: no filter)."""
     if not only:
         return None
-    return store_filters.restrict(conn, owner, only, "memory_term.memory_id")
+    sql, params = store_filters.restrict(conn, owner, only, "memory_term.memory_id")
+    return Among(sql, params, lambda: store_filters.few(conn, owner, only, FEW))
 
 
 def keep(conn: Connection, owner: str, matrix: Matrix, only: Filters) -> np.ndarray | None:
@@ -123,8 +129,9 @@ def keep(conn: Connection, owner: str, matrix: Matrix, only: Filters) -> np.ndar
         return None
     facts = matrix.facts
     if facts is None:
-        # A matrix loaded without facts: the owner's passing ids, read from their rows.
-        return matrix.among(store_filters.passing(conn, owner, only))
+        # A matrix loaded without facts: the owner's memories that pass, read from their rows.
+        stmt, _, key = store_filters.driven(conn, owner, only)
+        return matrix.among(conn.execute(stmt.with_only_columns(key)).scalars())
     kept = facts.passing(only.created_after, only.created_before, only.updated_after, only.source)
     forms = store_filters.tag_forms(conn, owner, only)
     if forms:

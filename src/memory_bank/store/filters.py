@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, exists, func, literal, select
+from sqlalchemy import ColumnElement, Connection, Select, and_, func, literal, select
 
 from memory_bank.store import data_keys
 from memory_bank.store.engine import is_sqlite
@@ -69,21 +69,24 @@ def columns(found: Filters) -> list[ColumnElement[bool]]:
     return conds
 
 
-def carries(forms: Sequence[str]) -> ColumnElement[bool]:
-    """The memory row carries a tag of these stored forms: one primary-key lookup per row.
+def carries(forms: Sequence[str], row: Any = memory) -> ColumnElement[bool]:
+    """The memory of this row carries a tag of these stored forms: one primary-key lookup.
 
-    A scalar subquery, not EXISTS: MariaDB turns an EXISTS into a semi-join and may then read
-    this tag's rows first, all of them, and sort, where the listing walks its driving index
-    newest first and stops after a page.
+    `row` is `memory`, or a memory_tag row that drives the read (its key holds the memory's
+    creation time and id), so other tags are checked before the memory is read. A scalar
+    subquery, not EXISTS: MariaDB turns an EXISTS into a semi-join and may then read this tag's
+    rows first, all of them, and sort, where the listing walks its index newest first and stops
+    after a page.
     """
     t = memory_tag.alias()
+    of_memory = row is memory
     found = (
         select(literal(1))
         .where(
-            t.c.user_id == memory.c.user_id,
+            t.c.user_id == row.c.user_id,
             t.c.tag.in_(list(forms)),
-            t.c.created_at == memory.c.created_at,
-            t.c.memory_id == memory.c.id,
+            t.c.created_at == row.c.created_at,
+            t.c.memory_id == (row.c.id if of_memory else row.c.memory_id),
         )
         .limit(1)
         .scalar_subquery()
@@ -172,29 +175,51 @@ def _when(conn: Connection, value: datetime) -> Any:
     return value
 
 
+def driven(conn: Connection, owner: str, found: Filters) -> tuple[Select[Any], Any, Any]:
+    """A select over the owner's memories that pass the filters, read through the index that
+    leads (module docstring), and the columns of its order: (creation time, id), newest first.
+
+    A tag filter reads its rarest tag's rows (their key ends with the memory's creation time and
+    id, so they walk newest first), checks the other tags on those rows before it reads the
+    memory, and bounds the creation time on them too; without tags, `memory` is read through
+    its creation-time or source index."""
+    forms = tag_forms(conn, owner, found)
+    if not forms:
+        stmt = select(memory).where(memory.c.user_id == owner, *columns(found))
+        return stmt, memory.c.created_at, memory.c.id
+    first = driving_tag(conn, owner, forms)
+    t = memory_tag.alias("t")
+    joined = t.join(memory, and_(memory.c.user_id == t.c.user_id, memory.c.id == t.c.memory_id))
+    others = [carries(f, t) for i, f in enumerate(forms) if i != first]
+    stmt = (
+        select(memory)
+        .select_from(joined)
+        .where(
+            t.c.user_id == owner,
+            t.c.tag.in_(list(forms[first])),
+            *created(found, t.c.created_at),
+            *others,
+            *columns(found),
+        )
+    )
+    return stmt, t.c.created_at, t.c.memory_id
+
+
 def tagged(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> list[str]:
     """The owner's memory ids carrying every tag (each given by its stored forms): the rarest
     tag's rows, each looked up for the others."""
     first = driving_tag(conn, owner, forms)
     t = memory_tag.alias("t")
-    stmt = select(t.c.memory_id).where(t.c.user_id == owner, t.c.tag.in_(list(forms[first])))
-    for i, each in enumerate(forms):
-        if i != first:
-            o = memory_tag.alias(f"o{i}")
-            stmt = stmt.where(
-                exists().where(
-                    o.c.user_id == t.c.user_id,
-                    o.c.memory_id == t.c.memory_id,
-                    o.c.tag.in_(list(each)),
-                )
-            )
+    others = [carries(f, t) for i, f in enumerate(forms) if i != first]
+    stmt = select(t.c.memory_id).where(
+        t.c.user_id == owner, t.c.tag.in_(list(forms[first])), *others
+    )
     return list(dict.fromkeys(conn.execute(stmt).scalars()))
 
 
-def passing(conn: Connection, owner: str, found: Filters) -> list[str]:
-    """Every memory id of the owner that passes the filters."""
-    forms = tag_forms(conn, owner, found)
-    stmt = select(memory.c.id).where(
-        memory.c.user_id == owner, *columns(found), *(carries(f) for f in forms)
-    )
-    return list(conn.execute(stmt).scalars())
+def few(conn: Connection, owner: str, found: Filters, cap: int) -> list[str] | None:
+    """The ids of the owner's memories that pass the filters when there are at most cap of
+    them (reading at most cap + 1), else None."""
+    stmt, _, key = driven(conn, owner, found)
+    ids = list(conn.execute(stmt.with_only_columns(key).limit(cap + 1)).scalars())
+    return ids if len(ids) <= cap else None

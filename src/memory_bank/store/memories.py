@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import itemgetter
 from typing import Any
@@ -32,7 +32,7 @@ from memory_bank.store import batch, data_keys, filters, postings, revisions, to
 from memory_bank.store import tags as tag_index
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import Owner
-from memory_bank.store.schema import memory, memory_context, memory_tag
+from memory_bank.store.schema import memory, memory_context
 
 
 @dataclass(frozen=True)
@@ -239,44 +239,60 @@ def list_memories(
     """One page of the user's memories that pass the filters, newest first: by creation time,
     then id, after the position `before` (a memory's created_at and id) when given.
 
-    Each filter reads one index of the owner's (store/filters.py), never every memory: few
-    memories changed since updated_after are read by update time, else a tag's rows (newest
-    first), else the creation-time or source index; the other filters check what that yields.
+    Each filter reads one index of the owner's (store/filters.py), never every memory.
     """
-    sqlite = is_sqlite(conn)
-    forms = filters.tag_forms(conn, user_id, found)
-    params: dict[str, Any] = {}
-    changed = filters.changed_since(conn, user_id, found.updated_after)
-    if changed == []:
-        return []
-    if changed is not None:
-        stmt = select(memory).where(_owned(sqlite, memory.c.user_id, memory.c.id))
-        params = _owned_params(sqlite, user_id, changed)
-        checks = [filters.carries(f) for f in forms]
-        when, key = memory.c.created_at, memory.c.id
-    elif forms:
-        first = filters.driving_tag(conn, user_id, forms)
-        t = memory_tag.c
-        joined = memory_tag.join(
-            memory, and_(memory.c.user_id == t.user_id, memory.c.id == t.memory_id)
-        )
-        stmt = select(memory).select_from(joined).where(t.user_id == user_id)
-        checks = [t.tag.in_(forms[first]), *filters.created(found, t.created_at)]
-        checks += [filters.carries(f) for i, f in enumerate(forms) if i != first]
-        when, key = t.created_at, t.memory_id
+    since = found.updated_after
+    if since is None:
+        rows = _page(conn, user_id, limit, before, found)
     else:
-        stmt = select(memory).where(memory.c.user_id == user_id)
-        checks = []
-        when, key = memory.c.created_at, memory.c.id
-    stmt = stmt.where(*filters.columns(found), *checks)
-    if before is not None:
-        # created_at <= c bounds the index range; the OR only breaks ties of one millisecond.
-        stmt = stmt.where(when <= before[0], or_(when < before[0], key < before[1]))
-    rows = conn.execute(stmt.order_by(when.desc(), key.desc()).limit(limit), params).all()
+        # Whatever was created since `since` was updated since: those come first, through the
+        # creation-time index; older memories pass only if edited since, read by update time
+        # when few were (else a walk by creation time meets them soon).
+        rows = []
+        if found.created_before is None or found.created_before > since:
+            start = since if found.created_after is None else max(found.created_after, since)
+            newer = replace(found, created_after=start, updated_after=None)
+            rows = _page(conn, user_id, limit, before, newer)
+        if len(rows) < limit:
+            end = since if found.created_before is None else min(found.created_before, since)
+            older = replace(found, created_before=end)
+            changed = filters.changed_since(conn, user_id, since)
+            rows += _page(conn, user_id, limit - len(rows), before, older, changed)
     seal = data_keys.sealer(conn, user_id)
     page = [_row(r, seal) for r in rows]
     _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
     return page
+
+
+def _page(
+    conn: Connection,
+    user_id: str,
+    limit: int,
+    before: tuple[datetime, str] | None,
+    found: filters.Filters,
+    ids: list[str] | None = None,
+) -> list[Any]:
+    """Memory rows that pass the filters, newest first, after `before`: read through the index
+    that leads (filters.driven), or among these ids when given."""
+    params: dict[str, Any] = {}
+    if ids is None:
+        stmt, when, key = filters.driven(conn, user_id, found)
+    elif not ids:
+        return []
+    else:
+        sqlite = is_sqlite(conn)
+        forms = filters.tag_forms(conn, user_id, found)
+        stmt = select(memory).where(
+            _owned(sqlite, memory.c.user_id, memory.c.id),
+            *filters.columns(found),
+            *(filters.carries(f) for f in forms),
+        )
+        params = _owned_params(sqlite, user_id, ids)
+        when, key = memory.c.created_at, memory.c.id
+    if before is not None:
+        # created_at <= c bounds the index range; the OR only breaks ties of one millisecond.
+        stmt = stmt.where(when <= before[0], or_(when < before[0], key < before[1]))
+    return list(conn.execute(stmt.order_by(when.desc(), key.desc()).limit(limit), params).all())
 
 
 def locked(conn: Connection, user_id: str, memory_id: str) -> MemoryRow | None:
