@@ -38,6 +38,17 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{_encode(ms, 10)}{_encode(rand, 16)}"
 
 
+def id_time(value: str) -> datetime:
+    """The time an id was minted (its first 48 bits), naive UTC; ValueError for a non-id."""
+    _, sep, body = value.partition("_")
+    if not sep or not ID_BODY.match(body):
+        raise ValueError("not an id")
+    ms = 0
+    for char in body[:10]:
+        ms = ms * 32 + _ALPHABET.index(char)
+    return datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
+
+
 def is_id(value: str, prefix: str) -> bool:
     """Whether a string is well-formed id with this prefix."""
     head, sep, body = value.partition("_")

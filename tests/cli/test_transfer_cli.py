@@ -164,3 +164,36 @@ def test_erase_says_what_it_keeps_of_the_users_org_writing(sealed, capsys):
     shared = sealed.client.get("/v1/memory", params={"scope": "org"}, headers=colleague)
     assert len(shared.json()["memories"]) == 2
     assert set(rows_of(sealed.engine, "alice").values()) == {0}
+
+
+def test_export_takes_the_list_filters(sealed, capsys):
+    saved = fill(sealed, "alice", 4)
+    headers = sealed.auth("alice")
+    r = sealed.client.post(
+        "/v1/memory",
+        json={"content": "alice tagged twice", "tags": ["T1", "Extra"]},
+        headers=headers,
+    )
+    assert r.status_code == 201
+    extra = r.json()["memory"]["id"]
+    capsys.readouterr()
+
+    def exported(*flags: str) -> list[str]:
+        assert main(["users", "export", "alice", *flags]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert json.loads(lines[0])["format"] == "memory-bank-export"
+        return [json.loads(line)["id"] for line in lines[1:]]
+
+    assert exported("--tag", "t1") == [extra, saved[1]["id"]]
+    assert exported("--tag", "t1", "--tag", "EXTRA") == [extra]
+    assert exported("--source", "test-suite", "--tag", "common") == [
+        m["id"] for m in reversed(saved)
+    ]
+    assert exported("--created-after", "2999-01-01") == []
+    assert exported("--created-before", "2999-01-01T00:00:00Z", "--tag", "t3") == [saved[3]["id"]]
+
+
+def test_export_names_a_bad_filter(sealed, capsys):
+    assert main(["users", "export", "alice", "--created-after", "last week"]) == 2
+    err = capsys.readouterr().err
+    assert "--created-after" in err and "RFC 3339" in err

@@ -16,8 +16,9 @@ from memory_bank.store.sealed import column_names, registry
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "memory_bank"
 SEALING_CALLS = {"seal", "open", "seal_opt", "open_opt"}
-# The postings a memory's conversion rebuilds: derived from its text, not sealed columns.
-DERIVED = {"memory", "memory_context", "memory_term"}
+# The postings and tag rows a memory's conversion rebuilds: derived from its text and tags
+# (terms and tags hashed, not sealed columns).
+DERIVED = {"memory", "memory_context", "memory_term", "memory_tag"}
 
 
 def _sealed_names_in_code() -> dict[str, set[str]]:

@@ -564,3 +564,70 @@ def test_a_draft_of_an_edit_shows_the_memory_as_it_is_and_confirm_applies_it(pan
     panel.wait_for(lambda d: "the memory is updated" in panel.text("toast-text"))
     got = panel.api("GET", f"/v1/memory/{saved['id']}").json()["memory"]
     assert (got["content"], got["revision"]) == ("The standup is at 10:00", 2)
+
+
+def test_tag_and_date_filters_narrow_the_list_and_search(panel):
+    from datetime import timedelta
+
+    from memory_bank.ids import utcnow
+    from memory_bank.search.document import postings_of
+    from memory_bank.store import memories as memory_store
+    from memory_bank.store.owners import Owner
+
+    def plant(content: str, tags: list[str], days_ago: int) -> None:
+        when = utcnow() - timedelta(days=days_ago)
+        writing(
+            panel.engine,
+            lambda c: memory_store.insert_memory(
+                c,
+                Owner(panel.user, None, "panel-test"),
+                content,
+                tags,
+                [],
+                postings_of(content, tags, []),
+                created_at=when,
+            ),
+        )
+
+    plant("Deploys go out on Tuesdays", ["Deploy"], 40)
+    plant("Deploy freeze over the holidays", ["deploy", "ops"], 3)
+    plant("The ops rota is in the wiki", ["ops"], 2)
+    plant("Lunch is on Fridays", [], 1)
+    panel.open()
+    panel.sign_in()
+    panel.wait_for(lambda d: len(panel.cards()) == 4)
+
+    def contents() -> list[str]:
+        return [c.find_element("css selector", ".content").text for c in panel.cards()]
+
+    tags = panel.driver.find_element("id", "filter-tags")
+    tags.send_keys("DEPLOY")
+    panel.driver.find_element("css selector", "#filter-form button[type=submit]").click()
+    panel.wait_for(
+        lambda d: contents() == ["Deploy freeze over the holidays", "Deploys go out on Tuesdays"]
+    )
+    assert panel.driver.find_element("id", "filter-clear").is_displayed()
+    # A date range (UTC days, both ends included) narrows further: the 40-day-old one goes.
+    start = (utcnow() - timedelta(days=10)).strftime("%m%d%Y")
+    panel.driver.find_element("id", "filter-from").send_keys(start)
+    panel.wait_for(lambda d: contents() == ["Deploy freeze over the holidays"])
+    panel.shot("filters")
+    # Two tags: every one must be carried; a search keeps the filters.
+    tags.clear()
+    tags.send_keys("ops, deploy")
+    panel.driver.find_element("css selector", "#filter-form button[type=submit]").click()
+    panel.wait_for(lambda d: contents() == ["Deploy freeze over the holidays"])
+    search = panel.driver.find_element("id", "search-input")
+    search.send_keys("ops")
+    search.submit()
+    panel.wait_for(lambda d: "among the filtered ones" in panel.text("memories-status"))
+    assert contents() == ["Deploy freeze over the holidays"]
+    # "until" a day that ends before it: nothing matches, and says so.
+    until = (utcnow() - timedelta(days=5)).strftime("%m%d%Y")
+    panel.driver.find_element("id", "filter-until").send_keys(until)
+    panel.wait_for(lambda d: "No memory matches" in panel.text("memories-status"))
+    assert contents() == []
+    panel.driver.find_element("id", "search-clear").click()
+    panel.wait_for(lambda d: "No memory matches these filters" in panel.text("memories-status"))
+    panel.driver.find_element("id", "filter-clear").click()
+    panel.wait_for(lambda d: len(panel.cards()) == 4)

@@ -7,7 +7,7 @@ from typing import Any
 from memory_bank import state as app_state
 from memory_bank.api.context import current_header, current_principal, current_switches
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.domain import edits, memories, search, writes
+from memory_bank.domain import edits, filters, memories, search, writes
 from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
 
 
@@ -30,18 +30,40 @@ def postMemory(body: dict[str, Any]) -> Reply:
     )
 
 
-def getMemorySearch(q: str, limit: int = 20, scope: str = "all", mode: str | None = None) -> Reply:
-    """Search the caller's memories and their org's."""
+def getMemorySearch(
+    q: str,
+    limit: int = 20,
+    scope: str = "all",
+    mode: str | None = None,
+    tag: list[str] | None = None,
+    created_after: str | None = None,
+    created_before: str | None = None,
+    updated_after: str | None = None,
+    source: str | None = None,
+) -> Reply:
+    """Search the caller's memories and their org's (those that pass the filters)."""
     state = app_state.current()
-    found, used = search.find(state.db, current_principal(), q, limit, scope, mode, state.semantic)
+    only = filters.parse(tag, created_after, created_before, updated_after, source)
+    principal = current_principal()
+    found, used = search.find(state.db, principal, q, limit, scope, mode, state.semantic, only)
     return json_reply({"results": found, "mode": used})
 
 
-def getMemory(limit: int = 20, cursor: str | None = None, scope: str = "all") -> Reply:
-    """List the caller's memories and their org's, newest first."""
+def getMemory(
+    limit: int = 20,
+    cursor: str | None = None,
+    scope: str = "all",
+    tag: list[str] | None = None,
+    created_after: str | None = None,
+    created_before: str | None = None,
+    updated_after: str | None = None,
+    source: str | None = None,
+) -> Reply:
+    """List the caller's memories and their org's that pass the filters, newest first."""
     state = app_state.current()
+    only = filters.parse(tag, created_after, created_before, updated_after, source)
     principal = current_principal()
-    return json_reply(memories.page(state.db, state.secret, principal, limit, cursor, scope))
+    return json_reply(memories.page(state.db, state.secret, principal, limit, cursor, scope, only))
 
 
 def getMemoryById(id: str) -> Reply:

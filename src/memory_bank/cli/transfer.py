@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from memory_bank.cli import export_reader
 from memory_bank.cli.common import EXIT_DATABASE, CliError, open_database
-from memory_bank.domain import transfer
+from memory_bank.domain import filters, transfer
 from memory_bank.errors import ApiError
 from memory_bank.settings import Settings
 from memory_bank.store.database import Database
@@ -19,10 +19,18 @@ EXIT_BAD_LINES = 1
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    """Write the user's export (the API's ndjson) to stdout."""
+    """Write the user's export (the API's ndjson) to stdout: every memory, or those that pass
+    the filters given (as on the API's list and search)."""
+    try:
+        only = filters.parse(
+            args.tag, args.created_after, args.created_before, args.updated_after, args.source
+        )
+    except ApiError as exc:
+        option = "--" + (exc.field or "filter").split(".")[0].replace("_", "-")
+        raise CliError(f"{option}: {exc.detail}") from None
     db = open_database(settings)
     count = -1
-    for line in transfer.export_lines(db, args.user):
+    for line in transfer.export_lines(db, args.user, only):
         sys.stdout.write(line)
         count += 1
     sys.stdout.flush()
@@ -127,8 +135,20 @@ def cmd_erase(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_to(users_sub: argparse._SubParsersAction) -> None:
     """Add export, import and erase to `users`."""
-    export = users_sub.add_parser("export", help="write a user's memories as ndjson to stdout")
+    export = users_sub.add_parser(
+        "export",
+        help="write a user's memories as ndjson to stdout (all, or those that pass the filters)",
+    )
     export.add_argument("user")
+    export.add_argument(
+        "--tag", action="append", help="only memories with this tag (repeat: all of them; any case)"
+    )
+    export.add_argument(
+        "--created-after", help="only memories created at or after: an RFC 3339 date or date-time"
+    )
+    export.add_argument("--created-before", help="only memories created before (same form)")
+    export.add_argument("--updated-after", help="only memories saved or edited at or after")
+    export.add_argument("--source", help="only memories saved by this integration")
     export.set_defaults(func=cmd_export)
     imp = users_sub.add_parser(
         "import",

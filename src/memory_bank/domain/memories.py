@@ -12,12 +12,13 @@ from sqlalchemy import Connection
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, cursor, org_log, similar
 from memory_bank.domain.bodies import NewMemory
-from memory_bank.errors import MemoryNotFound, QuotaExceeded
-from memory_bank.ids import is_id, iso, new_id, utcnow
+from memory_bank.errors import InvalidCursor, MemoryNotFound, QuotaExceeded
+from memory_bank.ids import id_time, is_id, iso, new_id, parse_iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.store import drafts, postings, tombstones
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
+from memory_bank.store.filters import NONE, Filters
 from memory_bank.store.owners import Owner
 
 log = logging.getLogger("memory_bank.memories")
@@ -189,22 +190,40 @@ def page(
     limit: int,
     after: str | None,
     scope: str = "all",
+    found: Filters = NONE,
 ) -> dict[str, Any]:
-    """One page of the memories the principal reads (scope: user, org or all), newest first,
-    with the next cursor."""
-    before_id = cursor.decode(secret, principal.user_id, "memories", after) if after else None
+    """One page of the memories the principal reads (scope: user, org or all) that pass the
+    filters, newest first, with the next cursor."""
+    before = (
+        position(cursor.decode(secret, principal.user_id, "memories", after)) if after else None
+    )
     rows: list[store.MemoryRow] = []
     with db.reading() as conn:
         for owner in acl.readable_owners(principal, scope):
-            rows += store.list_memories(conn, owner, limit + 1, before_id)
-    # Ids sort by creation time, so the owners' pages merge into one newest-first page.
-    rows.sort(key=lambda row: row.id, reverse=True)
+            rows += store.list_memories(conn, owner, limit + 1, before, found)
+    # Each owner's page is newest first by (created_at, id): they merge into one such page.
+    rows.sort(key=lambda row: (row.created_at, row.id), reverse=True)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = (
-        cursor.encode(secret, principal.user_id, "memories", rows[-1].id) if more else None
+        cursor.encode(secret, principal.user_id, "memories", mark(rows[-1])) if more else None
     )
     return {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
+
+
+def mark(row: store.MemoryRow) -> str:
+    """Where a listing resumes after this memory: its creation time and id."""
+    return f"{iso(row.created_at)}|{row.id}"
+
+
+def position(marked: str) -> tuple[datetime, str]:
+    """The creation time and id a cursor's mark names. A mark of an id alone (cursors issued
+    before listings ordered by time) resumes at the time the id was minted."""
+    when, sep, memory_id = marked.rpartition("|")
+    try:
+        return (parse_iso(when), memory_id) if sep else (id_time(memory_id), memory_id)
+    except ValueError:
+        raise InvalidCursor("The cursor is malformed.", field="cursor") from None
 
 
 def shape(row: store.MemoryRow) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from functools import partial
 
 from sqlalchemy import Connection, Engine
 
+from memory_bank.domain import tag_index
 from memory_bank.search.document import index_version, postings_of
 from memory_bank.store import data_keys, documents, postings, service_state
 from memory_bank.store.database import Database
@@ -33,6 +34,7 @@ def prepare(engine: Engine, database: Callable[[Engine], Database] = Database) -
     def then(ready: Engine) -> None:
         made.append(database(ready))
         ensure_current(made[0])
+        tag_index.ensure_current(made[0])
 
     migrate(engine, then=then)
     return made[0]
@@ -100,8 +102,10 @@ def rebuild(
                 progress(len(ids))
         # Postings of memories deleted meanwhile are removed by their delete; recount at the end.
         db.writing(partial(_recount, user_id=user))
+        tag_index.rebuild(db, user)
     if user_id is None:
         db.writing(record_version)
+        db.writing(tag_index.record_version)
     return done
 
 

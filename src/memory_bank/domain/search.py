@@ -8,7 +8,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
-from memory_bank.domain import acl
+from memory_bank.domain import acl, filters
+from memory_bank.domain.filters import NONE, Filters
 from memory_bank.domain.memories import shape
 from memory_bank.domain.semantic import Semantic
 from memory_bank.search import fusion
@@ -27,9 +28,11 @@ def find(
     scope: str = "all",
     mode: str | None = None,
     semantic: Semantic | None = None,
+    only: Filters = NONE,
 ) -> tuple[list[dict[str, Any]], str]:
-    """The memories the principal reads (scope: user, org or all) that best match a query,
-    with scores, best first, and the mode that ranked them.
+    """The memories the principal reads (scope: user, org or all) that best match a query
+    among those that pass the filters (applied before ranking: the best k that pass), with
+    scores, best first, and the mode that ranked them.
 
     mode: "lexical" (BM25), "semantic" (cosine) or "hybrid" (search/fusion.py); the default is
     hybrid when semantic search is on. Without it, or when the query cannot be embedded in time,
@@ -43,13 +46,14 @@ def find(
     pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
     with db.reading() as conn:
         owners = acl.readable_owners(principal, scope)
-        rankings = _candidates(conn, owners, query, limit) if wanted == "hybrid" and pending else {}
+        hybrid = wanted == "hybrid" and pending
+        rankings = _candidates(conn, owners, query, limit, only) if hybrid else {}
         query_vector = pending() if pending is not None else None
         if query_vector is None or semantic is None:
-            used, hits = "lexical", _lexical(conn, owners, query, limit)
+            used, hits = "lexical", _lexical(conn, owners, query, limit, only)
         else:
             used = wanted
-            hits = _semantic(conn, owners, limit, wanted, semantic, query_vector, rankings)
+            hits = _semantic(conn, owners, limit, wanted, semantic, query_vector, rankings, only)
         for owner in owners:
             ids = [mid for who, mid, _ in hits if who == owner]
             found |= store.get_memories(conn, owner, ids)
@@ -63,14 +67,25 @@ def find(
 
 
 def _lexical(
-    conn: Connection, owners: list[str], query: str, limit: int
+    conn: Connection, owners: list[str], query: str, limit: int, only: Filters
 ) -> list[tuple[str, str, float]]:
-    """BM25 over each owner's index, merged; each owner's index ranks with its own statistics."""
+    """BM25 over each owner's index (of the memories that pass), merged; each owner's index
+    ranks with its own statistics."""
     # With encryption on, postings hold keyed hashes of terms: each owner's (a user's, an
     # org's) query terms are hashed with that owner's key.
     return merged(
         (
-            (o, search_index.search(conn, o, query, limit, data_keys.sealer(conn, o).term_forms))
+            (
+                o,
+                search_index.search(
+                    conn,
+                    o,
+                    query,
+                    limit,
+                    data_keys.sealer(conn, o).term_forms,
+                    filters.restriction(conn, o, only),
+                ),
+            )
             for o in owners
         ),
         limit,
@@ -78,13 +93,16 @@ def _lexical(
 
 
 def _candidates(
-    conn: Connection, owners: list[str], query: str, limit: int
+    conn: Connection, owners: list[str], query: str, limit: int, only: Filters
 ) -> dict[str, tuple[search_index.Ranking, float]]:
-    """Each owner's BM25 candidates for the blend and their coverage of the query."""
+    """Each owner's BM25 candidates for the blend (of the memories that pass) and their
+    coverage of the query."""
     n = max(fusion.BLEND.candidates, limit)
     found = {}
     for owner in owners:
-        ranking = search_index.rank(conn, owner, query, n, data_keys.sealer(conn, owner).term_forms)
+        forms = data_keys.sealer(conn, owner).term_forms
+        among = filters.restriction(conn, owner, only)
+        ranking = search_index.rank(conn, owner, query, n, forms, among)
         found[owner] = (ranking, search_index.coverage(conn, owner, ranking))
     return found
 
@@ -97,9 +115,10 @@ def _semantic(
     semantic: Semantic,
     query_vector: Any,
     rankings: dict[str, tuple[search_index.Ranking, float]],
+    only: Filters,
 ) -> list[tuple[str, str, float]]:
     """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
-    owner's vectors; only vectors of the provider's model take part."""
+    owner's vectors that pass the filters; only vectors of the provider's model take part."""
     blend = fusion.BLEND
     lexical: list[tuple[tuple[str, str], float]] = []
     dense: list[tuple[tuple[str, str], float]] = []
@@ -109,7 +128,8 @@ def _semantic(
     for owner in owners:
         matrix = semantic.matrix(conn, owner)
         scores = matrix.scores(query_vector)
-        dense += [((owner, mid), s) for mid, s in matrix.top(scores, n)]
+        kept = filters.keep(conn, owner, matrix, only)
+        dense += [((owner, mid), s) for mid, s in matrix.top(scores, n, kept)]
         if mode == "semantic":
             continue
         ranking, covered = rankings[owner]

@@ -143,7 +143,11 @@ class Semantic:
             return self._dense.Matrix.of([])
         found = self.cache.get(owner, version, self.model)
         if found is None:
-            found = self._dense.Matrix.of(vectors.load(conn, owner, self.model))
+            loaded = vectors.load(conn, owner, self.model)
+            found = self._dense.Matrix.of(
+                [(v.memory_id, v.vector) for v in loaded],
+                facts=[(v.created_at, v.updated_at, v.source) for v in loaded],
+            )
             self.cache.put(owner, version, self.model, found)
         return found
 

@@ -16,6 +16,7 @@ from memory_bank.search.document import postings_of
 from memory_bank.store import data_keys, transfer
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
+from memory_bank.store.filters import NONE, Filters
 from memory_bank.store.owners import Owner
 
 # The first line of every export names its format and version; import reads no other.
@@ -29,22 +30,23 @@ def header(user_id: str) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "user_id": user_id, "exported_at": iso(utcnow())}
 
 
-def export_lines(db: Database, user_id: str) -> Iterator[str]:
-    """The user's export as ndjson lines: the header, then one memory per line, newest first.
+def export_lines(db: Database, user_id: str, found: Filters = NONE) -> Iterator[str]:
+    """The user's export as ndjson lines: the header, then one memory per line, newest first
+    (only those that pass the filters, when given).
 
     Read a page per transaction, so a large export neither holds one long read open nor
     keeps every memory in memory.
     """
     yield json.dumps(header(user_id), ensure_ascii=False) + "\n"
-    before: str | None = None
+    before: tuple[datetime, str] | None = None
     while True:
         with db.reading() as conn:
-            rows = store.list_memories(conn, user_id, PAGE, before)
+            rows = store.list_memories(conn, user_id, PAGE, before, found)
         for row in rows:
             yield json.dumps(shape(row), ensure_ascii=False) + "\n"
         if len(rows) < PAGE:
             return
-        before = rows[-1].id
+        before = (rows[-1].created_at, rows[-1].id)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,12 @@ log = logging.getLogger("memory_bank.crypto")
 
 SEALED = "sealed"
 MIXED = "mixed"
+# A stored tag (store/tags.py) is this and the folded tag in the clear, or its keyed hash ("#…",
+# crypto.HASHED_TERM_PREFIX) when sealed: the first character tells which.
+PLAIN_TAG_PREFIX = "="
+# Hashed before a tag, so a tag's hash never equals the hash of the same word in the postings
+# (no term holds a NUL): a reader cannot tell which tags are also words of the memories.
+_TAG_DOMAIN = "\x00tag\x00"
 
 
 class StoredDataUnreadable(InternalError):
@@ -78,6 +84,14 @@ class Sealer:
         """The stored forms a query term may have in this owner's postings."""
         return (term,)
 
+    def tag(self, tag: str) -> str:
+        """The stored form of a folded tag (store/tags.py)."""
+        return PLAIN_TAG_PREFIX + tag
+
+    def tag_forms(self, tag: str) -> tuple[str, ...]:
+        """The stored forms a folded tag may have in this owner's tag rows."""
+        return (self.tag(tag),)
+
 
 PLAIN = Sealer()
 
@@ -122,6 +136,16 @@ class OwnerSealer(Sealer):
         if self.state == MIXED:
             return (term, self._key.term(term))
         return (self._key.term(term),)
+
+    def tag(self, tag: str) -> str:
+        """The folded tag's keyed hash (never the tag itself)."""
+        return self._key.term(_TAG_DOMAIN + tag)
+
+    def tag_forms(self, tag: str) -> tuple[str, ...]:
+        """The hashed tag; while MIXED also the plain one (each memory has one or the other)."""
+        if self.state == MIXED:
+            return (PLAIN_TAG_PREFIX + tag, self.tag(tag))
+        return (self.tag(tag),)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import itemgetter
 from typing import Any
@@ -21,13 +21,15 @@ from sqlalchemy import (
     bindparam,
     delete,
     insert,
+    or_,
     select,
     tuple_,
     update,
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, data_keys, postings, revisions, tombstones, vectors
+from memory_bank.store import batch, data_keys, filters, postings, revisions, tombstones, vectors
+from memory_bank.store import tags as tag_index
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_context
@@ -125,6 +127,7 @@ def insert_memory(
         for pos, ctx in enumerate(shown)
     ]
     index = seal.postings(index)
+    tag_rows = tag_index.tag_rows(seal, owner.user_id, mid, now, tags)
     if batch.supported(conn):
         # MySQL/MariaDB: the memory, its contexts, postings and statistics (and the COMMIT) in
         # one round trip instead of five (each costs 0.1-0.5 ms of driver work and network here).
@@ -132,6 +135,8 @@ def insert_memory(
         if rows:
             statements.append(batch.insert(memory_context, rows))
         statements += postings.add_statements(owner.user_id, mid, index)
+        if tag_rows:
+            statements.append(tag_index.add_statement(tag_rows))
         if vectors.queueing(conn):
             statements.append(vectors.queue_statement(owner.user_id, mid))
         batch.execute(conn, statements, commit=commit)
@@ -140,6 +145,7 @@ def insert_memory(
         if rows:
             conn.execute(_INSERT_CONTEXT, rows)
         postings.add(conn, owner.user_id, mid, index)
+        tag_index.add(conn, tag_rows)
         if vectors.queueing(conn):
             # The outbox row commits with the memory: the worker embeds it later (store/vectors.py).
             vectors.queue(conn, owner.user_id, [mid])
@@ -224,17 +230,69 @@ _CONTEXT_COLUMNS = ("id", "snippet", "conversation_id", "message_id", "origin", 
 
 
 def list_memories(
-    conn: Connection, user_id: str, limit: int, before_id: str | None
+    conn: Connection,
+    user_id: str,
+    limit: int,
+    before: tuple[datetime, str] | None,
+    found: filters.Filters = filters.NONE,
 ) -> list[MemoryRow]:
-    """One page of the user's memories, newest first (ids sort by creation time)."""
-    stmt = select(memory).where(memory.c.user_id == user_id)
-    if before_id is not None:
-        stmt = stmt.where(memory.c.id < before_id)
-    rows = conn.execute(stmt.order_by(memory.c.id.desc()).limit(limit)).all()
+    """One page of the user's memories that pass the filters, newest first: by creation time,
+    then id, after the position `before` (a memory's created_at and id) when given.
+
+    Each filter reads one index of the owner's (store/filters.py), never every memory.
+    """
+    since = found.updated_after
+    if since is None:
+        rows = _page(conn, user_id, limit, before, found)
+    else:
+        # Whatever was created since `since` was updated since: those come first, through the
+        # creation-time index; older memories pass only if edited since, read by update time
+        # when few were (else a walk by creation time meets them soon).
+        rows = []
+        if found.created_before is None or found.created_before > since:
+            start = since if found.created_after is None else max(found.created_after, since)
+            newer = replace(found, created_after=start, updated_after=None)
+            rows = _page(conn, user_id, limit, before, newer)
+        if len(rows) < limit:
+            end = since if found.created_before is None else min(found.created_before, since)
+            older = replace(found, created_before=end)
+            changed = filters.changed_since(conn, user_id, since)
+            rows += _page(conn, user_id, limit - len(rows), before, older, changed)
     seal = data_keys.sealer(conn, user_id)
     page = [_row(r, seal) for r in rows]
     _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
     return page
+
+
+def _page(
+    conn: Connection,
+    user_id: str,
+    limit: int,
+    before: tuple[datetime, str] | None,
+    found: filters.Filters,
+    ids: list[str] | None = None,
+) -> list[Any]:
+    """Memory rows that pass the filters, newest first, after `before`: read through the index
+    that leads (filters.driven), or among these ids when given."""
+    params: dict[str, Any] = {}
+    if ids is None:
+        stmt, when, key = filters.driven(conn, user_id, found)
+    elif not ids:
+        return []
+    else:
+        sqlite = is_sqlite(conn)
+        forms = filters.tag_forms(conn, user_id, found)
+        stmt = select(memory).where(
+            _owned(sqlite, memory.c.user_id, memory.c.id),
+            *filters.columns(found),
+            *(filters.carries(f) for f in forms),
+        )
+        params = _owned_params(sqlite, user_id, ids)
+        when, key = memory.c.created_at, memory.c.id
+    if before is not None:
+        # created_at <= c bounds the index range; the OR only breaks ties of one millisecond.
+        stmt = stmt.where(when <= before[0], or_(when < before[0], key < before[1]))
+    return list(conn.execute(stmt.order_by(when.desc(), key.desc()).limit(limit), params).all())
 
 
 def locked(conn: Connection, user_id: str, memory_id: str) -> MemoryRow | None:
@@ -307,6 +365,7 @@ def update_memory(
     if index is not None:
         postings.remove(conn, row.user_id, row.id)
         postings.add(conn, row.user_id, row.id, seal.postings(index))
+        tag_index.replace(conn, seal, row.user_id, row.id, row.created_at, row.tags)
 
 
 def author(conn: Connection, user_id: str, memory_id: str) -> tuple[bool, str | None, int]:
@@ -328,6 +387,7 @@ def delete_memory(
     if not _lock(conn, user_id, memory_id):
         return False
     postings.remove(conn, user_id, memory_id)
+    tag_index.remove(conn, user_id, [memory_id])
     revisions.delete_revisions(conn, user_id, memory_id)
     # Its vector and queued jobs go in the same transaction (whether or not search uses them now).
     vectors.remove(conn, user_id, memory_id)

@@ -33,6 +33,8 @@ TABLE_ARGS: dict[str, Any] = {
 Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb")
 LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 CITATION_WIDTH = 768
+# A stored tag: "=" and a tag of up to 64 characters case-folded (which can triple its length).
+TAG_WIDTH = 200
 # User text, sealed with its owner's data key when encryption is on, bound to the row's `id`
 # (store/sealed.py reads these marks: every conversion and count follows them). A new column
 # that holds anything a user stored carries one.
@@ -55,6 +57,11 @@ memory = Table(
     # 1 on save, +1 per edit or restore (the ETag; If-Match compares it).
     Column("revision", Integer, nullable=False, server_default="1"),
     Index("ix_memory_user_id_id", "user_id", "id"),
+    # Listing order (newest first) and the filters of list and search (docs/search.md,
+    # "Filters"): each leads with the owner, so a filter reads one owner's range of one index.
+    Index("ix_memory_user_created", "user_id", "created_at", "id"),
+    Index("ix_memory_user_updated", "user_id", "updated_at", "id"),
+    Index("ix_memory_user_source", "user_id", "source", "created_at", "id"),
     **TABLE_ARGS,
 )
 
@@ -102,6 +109,20 @@ memory_user_stats = Table(
     Column("user_id", String(128), primary_key=True),
     Column("doc_count", BigInteger, nullable=False),
     Column("total_len", BigInteger, nullable=False),
+    **TABLE_ARGS,
+)
+
+# Each memory's tags, one row per tag, case-folded (store/tags.py): what a tag filter reads instead
+# of every memory. The stored form is "=" and the folded tag, or with encryption on its keyed hash
+# ("#…", docs/security.md). created_at is the memory's, so one tag's rows walk newest first.
+memory_tag = Table(
+    "memory_tag",
+    metadata,
+    Column("user_id", String(128), primary_key=True),
+    Column("tag", String(TAG_WIDTH), primary_key=True),
+    Column("created_at", Timestamp, primary_key=True),
+    Column("memory_id", String(32), primary_key=True),
+    Index("ix_memory_tag_user_memory", "user_id", "memory_id", "tag"),
     **TABLE_ARGS,
 )
 

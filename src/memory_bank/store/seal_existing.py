@@ -29,10 +29,10 @@ from sqlalchemy import (
     update,
 )
 
-from memory_bank.store import crypto, postings
-from memory_bank.store.data_keys import Sealer
+from memory_bank.store import crypto, postings, tags
+from memory_bank.store.data_keys import PLAIN, PLAIN_TAG_PREFIX, Sealer
 from memory_bank.store.engine import is_sqlite
-from memory_bank.store.schema import memory, memory_context, memory_term
+from memory_bank.store.schema import memory, memory_context, memory_tag, memory_term
 from memory_bank.store.sealed import SealedTable, registry
 
 log = logging.getLogger("memory_bank.crypto")
@@ -81,6 +81,12 @@ def _terms_wrong(*, to_sealed: bool) -> ColumnElement[bool]:
     return not_(hashed) if to_sealed else hashed
 
 
+def _tags_wrong(*, to_sealed: bool) -> ColumnElement[bool]:
+    """Tag rows still in the other form (a folded tag, or a keyed hash)."""
+    wrong = PLAIN_TAG_PREFIX if to_sealed else crypto.HASHED_TERM_PREFIX
+    return memory_tag.c.tag.like(wrong + "%")
+
+
 def left_to_convert(conn: Connection, user_id: str, *, to_sealed: bool) -> int:
     """How many of the owner's rows (postings included) still hold a value in the other form.
 
@@ -97,7 +103,10 @@ def left_to_convert(conn: Connection, user_id: str, *, to_sealed: bool) -> int:
     terms = select(func.count()).where(
         memory_term.c.user_id == user_id, _terms_wrong(to_sealed=to_sealed)
     )
-    return left + int(conn.execute(terms).scalar() or 0)
+    labels = select(func.count()).where(
+        memory_tag.c.user_id == user_id, _tags_wrong(to_sealed=to_sealed)
+    )
+    return left + int(conn.execute(terms).scalar() or 0) + int(conn.execute(labels).scalar() or 0)
 
 
 def convert_batch(
@@ -163,8 +172,10 @@ def _reindex(
     to_sealed: bool,
     index_of: IndexOf,
 ) -> None:
-    """Rebuild, in the new form, the postings of these memories that hold a term in the other
-    form (words stay out of a sealed owner's index; hashes out of a plain one's)."""
+    """Rebuild, in the new form, the postings and tag rows of these memories that hold a term or
+    a tag in the other form (words stay out of a sealed owner's index; hashes out of a plain
+    one's)."""
+    _retag(conn, user_id, seal, ids, to_sealed=to_sealed)
     todo = list(
         conn.execute(
             select(memory_term.c.memory_id)
@@ -197,6 +208,34 @@ def _reindex(
         index = index_of(content, tags, snippets[r.id])
         entries[r.id] = seal.postings(index) if to_sealed else index
     postings.replace(conn, user_id, entries)
+
+
+def _retag(
+    conn: Connection, user_id: str, seal: Sealer, ids: Sequence[str], *, to_sealed: bool
+) -> None:
+    """Rewrite, in the new form, the tag rows of these memories that hold one in the other."""
+    todo = list(
+        conn.execute(
+            select(memory_tag.c.memory_id)
+            .where(
+                memory_tag.c.user_id == user_id,
+                memory_tag.c.memory_id.in_(list(ids)),
+                _tags_wrong(to_sealed=to_sealed),
+            )
+            .distinct()
+        ).scalars()
+    )
+    if not todo:
+        return
+    found = conn.execute(
+        select(memory.c.id, memory.c.tags, memory.c.created_at).where(
+            memory.c.user_id == user_id, memory.c.id.in_(todo)
+        )
+    ).all()
+    writer = seal if to_sealed else PLAIN  # hashes when sealing, folded tags when opening
+    for r in found:
+        labels = json.loads(seal.open("memory.tags", r.id, r.tags))
+        tags.replace(conn, writer, user_id, r.id, r.created_at, labels)
 
 
 def compact(engine: Engine) -> bool:

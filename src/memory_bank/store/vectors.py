@@ -328,16 +328,36 @@ def version(conn: Connection, user_id: str) -> str | None:
     ).scalar()
 
 
-def load(conn: Connection, user_id: str, model: str) -> list[tuple[str, bytes]]:
-    """The owner's vectors made by this model, as (memory id, float32 bytes), by id."""
+@dataclass(frozen=True)
+class Loaded:
+    """One of an owner's vectors, with what filters read of its memory."""
+
+    memory_id: str
+    vector: bytes  # float32
+    created_at: datetime
+    updated_at: datetime
+    source: str
+
+
+def load(conn: Connection, user_id: str, model: str) -> list[Loaded]:
+    """The owner's vectors made by this model, by memory id, each with its memory's creation
+    and update time and source (a filter of dense ranking reads them from the cached matrix)."""
+    v, m = memory_vector.c, memory.c
     rows = conn.execute(
-        select(memory_vector.c.memory_id, memory_vector.c.vector)
-        .where(memory_vector.c.user_id == user_id, memory_vector.c.model == model)
-        .order_by(memory_vector.c.memory_id)
+        select(v.memory_id, v.vector, m.created_at, m.updated_at, m.source)
+        .select_from(memory_vector.join(memory, and_(m.user_id == v.user_id, m.id == v.memory_id)))
+        .where(v.user_id == user_id, v.model == model)
+        .order_by(v.memory_id)
     ).all()
     seal = data_keys.sealer(conn, user_id)
     return [
-        (r.memory_id, base64.b64decode(seal.open(VECTOR_COLUMN, r.memory_id, r.vector)))
+        Loaded(
+            r.memory_id,
+            base64.b64decode(seal.open(VECTOR_COLUMN, r.memory_id, r.vector)),
+            r.created_at,
+            r.updated_at,
+            r.source,
+        )
         for r in rows
     ]
 

@@ -69,14 +69,27 @@ export async function request(
   return type.includes("json") ? response.json() : response.text();
 }
 
+/** Query parameters for the filters: each tag repeated, the times as given (RFC 3339). */
+function narrowing({ tags = [], createdAfter = "", createdBefore = "" } = {}) {
+  const params = new URLSearchParams();
+  for (const tag of tags) params.append("tag", tag);
+  if (createdAfter) params.set("created_after", createdAfter);
+  if (createdBefore) params.set("created_before", createdBefore);
+  const text = params.toString();
+  return text ? `&${text}` : "";
+}
+
 export const api = {
-  listMemories: (cursor, scope = "all") =>
+  listMemories: (cursor, scope = "all", filters = {}) =>
     request(
       "GET",
-      `/v1/memory?limit=20&scope=${encodeURIComponent(scope)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      `/v1/memory?limit=20&scope=${encodeURIComponent(scope)}${narrowing(filters)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
     ),
-  search: (q, scope = "all") =>
-    request("GET", `/v1/memory/search?limit=50&scope=${encodeURIComponent(scope)}&q=${encodeURIComponent(q)}`),
+  search: (q, scope = "all", filters = {}) =>
+    request(
+      "GET",
+      `/v1/memory/search?limit=50&scope=${encodeURIComponent(scope)}${narrowing(filters)}&q=${encodeURIComponent(q)}`,
+    ),
   deleteMemory: (id, keepalive = false) =>
     request("DELETE", `/v1/memory/${encodeURIComponent(id)}`, { keepalive }),
   getMemory: (id) => request("GET", `/v1/memory/${encodeURIComponent(id)}`),

@@ -149,18 +149,41 @@ async function loadMemories(reset) {
   // A fresh list must not show a memory whose delete is still waiting: send it first.
   if (reset) await pending.flush();
   try {
-    const page = await api.listMemories(reset ? null : view.memoriesCursor, scopeFilter());
+    const filters = narrowFilter();
+    const page = await api.listMemories(reset ? null : view.memoriesCursor, scopeFilter(), filters);
     if (reset) list.replaceChildren();
     for (const memory of page.memories) list.append(cardFor(memory));
     view.memoriesCursor = page.next_cursor;
     $("more").hidden = !page.next_cursor;
-    setStatus(status, list.children.length ? "" : "No memories yet. What your agents save shows up here.");
+    const empty = narrowed(filters)
+      ? "No memory matches these filters."
+      : "No memories yet. What your agents save shows up here.";
+    setStatus(status, list.children.length ? "" : empty);
   } catch (problem) {
     if (reset) list.replaceChildren();
     report(problem, status, () => loadMemories(reset));
   } finally {
     list.removeAttribute("aria-busy");
   }
+}
+
+/** The tag and date filters as the API takes them: every tag named (comma-separated), and
+ * whole UTC days, "until" included (so created_before is the next day's 00:00 UTC). */
+function narrowFilter() {
+  const tags = $("filter-tags").value.split(",").map((t) => t.trim()).filter(Boolean);
+  const from = $("filter-from").value;
+  const until = $("filter-until").value;
+  let createdBefore = "";
+  if (until) {
+    const next = new Date(`${until}T00:00:00Z`);
+    next.setUTCDate(next.getUTCDate() + 1);
+    createdBefore = next.toISOString().slice(0, 10);
+  }
+  return { tags, createdAfter: from, createdBefore };
+}
+
+function narrowed(filters) {
+  return filters.tags.length > 0 || Boolean(filters.createdAfter || filters.createdBefore);
 }
 
 /** Whose memories to show: "all", "user" (Personal) or "org" (Organisation). */
@@ -184,10 +207,15 @@ async function search(event) {
   list.setAttribute("aria-busy", "true");
   setStatus(status, "Searching…");
   try {
-    const { results } = await api.search(q, scopeFilter());
+    const filters = narrowFilter();
+    const { results } = await api.search(q, scopeFilter(), filters);
     list.replaceChildren(...results.map((m) => cardFor(m, m.score)));
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
-    setStatus(status, results.length ? `${count} “${q}”, best first.` : `No memory matches “${q}”.`);
+    const among = narrowed(filters) ? " among the filtered ones" : "";
+    setStatus(
+      status,
+      results.length ? `${count} “${q}”${among}, best first.` : `No memory matches “${q}”${among}.`,
+    );
   } catch (problem) {
     list.replaceChildren(); // stale cards under an error would read as results
     report(problem, status, () => search(event));
@@ -454,9 +482,18 @@ function wire() {
   });
   $("more").addEventListener("click", () => loadMemories(false));
   // A new filter reruns what is shown: the search, or the list from its first page.
-  $("scope-filter").addEventListener("change", (event) => {
+  const rerun = (event) => {
+    event.preventDefault();
+    $("filter-clear").hidden = !narrowed(narrowFilter());
     if ($("search-input").value.trim()) search(event);
     else loadMemories(true);
+  };
+  $("scope-filter").addEventListener("change", rerun);
+  $("filter-form").addEventListener("submit", rerun);
+  for (const id of ["filter-from", "filter-until"]) $(id).addEventListener("change", rerun);
+  $("filter-clear").addEventListener("click", (event) => {
+    $("filter-form").reset();
+    rerun(event);
   });
   $("more-drafts").addEventListener("click", () => loadDrafts(false));
   $("tab-memories").addEventListener("click", () => openMemories(false));

@@ -1,0 +1,225 @@
+"""What a listing or a search is narrowed to (tags, creation and update time, source), as the
+statements of one owner read it. Every statement names the owner.
+
+Each filter reads an index that leads with the owner (migration 0014): a tag its rows in
+memory_tag, a time range memory's (user_id, created_at) or (user_id, updated_at), a source
+(user_id, source, created_at). The domain parses the filters (domain/filters.py); ranking applies
+them before it picks the best k (search/index.py takes restrict(), search/dense.py a mask).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Select, and_, func, literal, select
+
+from memory_bank.store import data_keys
+from memory_bank.store.engine import is_sqlite
+from memory_bank.store.schema import memory, memory_tag
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a memory must match to be listed or found; every field empty matches all."""
+
+    tags: tuple[str, ...] = ()  # folded (store/tags.fold): each one must be carried
+    created_after: datetime | None = None  # inclusive, naive UTC
+    created_before: datetime | None = None  # exclusive
+    updated_after: datetime | None = None  # inclusive
+    source: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.tags) or any(
+            v is not None
+            for v in (self.created_after, self.created_before, self.updated_after, self.source)
+        )
+
+
+NONE = Filters()
+
+
+def tag_forms(conn: Connection, owner: str, found: Filters) -> list[tuple[str, ...]]:
+    """Each filter tag's stored forms in this owner's rows (hashed with their key, if any)."""
+    if not found.tags:
+        return []
+    seal = data_keys.sealer(conn, owner)
+    return [seal.tag_forms(t) for t in found.tags]
+
+
+def created(found: Filters, column: Any) -> list[ColumnElement[bool]]:
+    """The creation-time bounds on a column that holds it (memory's, or a tag row's copy)."""
+    conds: list[ColumnElement[bool]] = []
+    if found.created_after is not None:
+        conds.append(column >= found.created_after)
+    if found.created_before is not None:
+        conds.append(column < found.created_before)
+    return conds
+
+
+def columns(found: Filters) -> list[ColumnElement[bool]]:
+    """The time and source conditions on `memory`."""
+    conds = created(found, memory.c.created_at)
+    if found.updated_after is not None:
+        conds.append(memory.c.updated_at >= found.updated_after)
+    if found.source is not None:
+        conds.append(memory.c.source == found.source)
+    return conds
+
+
+def carries(forms: Sequence[str], row: Any = memory) -> ColumnElement[bool]:
+    """The memory of this row carries a tag of these stored forms: one primary-key lookup.
+
+    `row` is `memory`, or a memory_tag row that drives the read (its key holds the memory's
+    creation time and id), so other tags are checked before the memory is read. A scalar
+    subquery, not EXISTS: MariaDB turns an EXISTS into a semi-join and may then read this tag's
+    rows first, all of them, and sort, where the listing walks its index newest first and stops
+    after a page.
+    """
+    t = memory_tag.alias()
+    of_memory = row is memory
+    found = (
+        select(literal(1))
+        .where(
+            t.c.user_id == row.c.user_id,
+            t.c.tag.in_(list(forms)),
+            t.c.created_at == row.c.created_at,
+            t.c.memory_id == (row.c.id if of_memory else row.c.memory_id),
+        )
+        .limit(1)
+        .scalar_subquery()
+    )
+    return found.is_not(None)
+
+
+def driving_tag(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> int:
+    """Which filter tag has the fewest rows (counted up to a cap): the one a tag filter reads
+    first, so two tags cost what the rarer one costs."""
+    if len(forms) < 2:
+        return 0
+    counts = []
+    for each in forms:
+        capped = (
+            select(memory_tag.c.memory_id)
+            .where(memory_tag.c.user_id == owner, memory_tag.c.tag.in_(list(each)))
+            .limit(_COUNT_CAP)
+            .subquery()
+        )
+        counts.append(int(conn.execute(select(func.count()).select_from(capped)).scalar() or 0))
+    return min(range(len(forms)), key=counts.__getitem__)
+
+
+# How far driving_tag counts a tag's rows, and how many memories changed_since reads: past it,
+# a filter passes enough memories that a walk in listing order meets them soon.
+_COUNT_CAP = 2000
+
+
+def changed_since(conn: Connection, owner: str, since: datetime | None) -> list[str] | None:
+    """The ids of the owner's memories updated at or after `since` when there are few (read
+    from the update-time index), else None: the walk by creation time then finds them soon.
+
+    A memory updated since was created before or since; those created since all pass, so a
+    walk newest first is quick unless few pass, which is when this list is short.
+    """
+    if since is None:
+        return None
+    ids = conn.execute(
+        select(memory.c.id)
+        .where(memory.c.user_id == owner, memory.c.updated_at >= since)
+        .limit(_COUNT_CAP + 1)
+    ).scalars()
+    found = list(ids)
+    return found if len(found) <= _COUNT_CAP else None
+
+
+def restrict(conn: Connection, owner: str, found: Filters, column: str) -> tuple[str, list[Any]]:
+    """The filters as driver SQL over a row whose memory id is `column` (BM25's postings): a
+    condition and its values in order, written with the connection's placeholders."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    parts: list[str] = []
+    params: list[Any] = []
+    checks = []
+    for name, op, value in (
+        ("created_at", ">=", found.created_after),
+        ("created_at", "<", found.created_before),
+        ("updated_at", ">=", found.updated_after),
+    ):
+        if value is not None:
+            checks.append(f"m.{name} {op} {mark}")
+            params.append(_when(conn, value))
+    if found.source is not None:
+        checks.append(f"m.source = {mark}")
+        params.append(found.source)
+    if checks:
+        parts.append(
+            f"EXISTS (SELECT 1 FROM memory m WHERE m.user_id = {mark} AND m.id = {column} "
+            f"AND {' AND '.join(checks)})"
+        )
+        params.insert(0, owner)
+    for forms in tag_forms(conn, owner, found):
+        marks = ", ".join([mark] * len(forms))
+        parts.append(
+            f"EXISTS (SELECT 1 FROM memory_tag t WHERE t.user_id = {mark} "
+            f"AND t.memory_id = {column} AND t.tag IN ({marks}))"
+        )
+        params += [owner, *forms]
+    return " AND ".join(parts) or "1 = 1", params
+
+
+def _when(conn: Connection, value: datetime) -> Any:
+    """A time as the engine's driver compares it with a stored one (SQLite keeps text)."""
+    if is_sqlite(conn):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value
+
+
+def driven(conn: Connection, owner: str, found: Filters) -> tuple[Select[Any], Any, Any]:
+    """A select over the owner's memories that pass the filters, read through the index that
+    leads (module docstring), and the columns of its order: (creation time, id), newest first.
+
+    A tag filter reads its rarest tag's rows (their key ends with the memory's creation time and
+    id, so they walk newest first), checks the other tags on those rows before it reads the
+    memory, and bounds the creation time on them too; without tags, `memory` is read through
+    its creation-time or source index."""
+    forms = tag_forms(conn, owner, found)
+    if not forms:
+        stmt = select(memory).where(memory.c.user_id == owner, *columns(found))
+        return stmt, memory.c.created_at, memory.c.id
+    first = driving_tag(conn, owner, forms)
+    t = memory_tag.alias("t")
+    joined = t.join(memory, and_(memory.c.user_id == t.c.user_id, memory.c.id == t.c.memory_id))
+    others = [carries(f, t) for i, f in enumerate(forms) if i != first]
+    stmt = (
+        select(memory)
+        .select_from(joined)
+        .where(
+            t.c.user_id == owner,
+            t.c.tag.in_(list(forms[first])),
+            *created(found, t.c.created_at),
+            *others,
+            *columns(found),
+        )
+    )
+    return stmt, t.c.created_at, t.c.memory_id
+
+
+def tagged(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> list[str]:
+    """The owner's memory ids carrying every tag (each given by its stored forms): the rarest
+    tag's rows, each looked up for the others."""
+    first = driving_tag(conn, owner, forms)
+    t = memory_tag.alias("t")
+    others = [carries(f, t) for i, f in enumerate(forms) if i != first]
+    stmt = select(t.c.memory_id).where(
+        t.c.user_id == owner, t.c.tag.in_(list(forms[first])), *others
+    )
+    return list(dict.fromkeys(conn.execute(stmt).scalars()))
+
+
+def few(conn: Connection, owner: str, found: Filters, cap: int) -> list[str] | None:
+    """The ids of the owner's memories that pass the filters when there are at most cap of
+    them (reading at most cap + 1), else None."""
+    stmt, _, key = driven(conn, owner, found)
+    ids = list(conn.execute(stmt.with_only_columns(key).limit(cap + 1)).scalars())
+    return ids if len(ids) <= cap else None

@@ -1,0 +1,106 @@
+"""Each memory's tags as rows of their own (memory_tag), written with the memory they describe,
+so a tag filter reads one tag's rows instead of every memory. Every statement filters by user_id.
+
+A tag is compared case-insensitively: it is stored folded (NFC, trimmed, Unicode case folding)
+in the form the owner's sealer gives (store/data_keys.py): "=" and the folded tag, or with
+encryption on its keyed hash. The memory keeps its tags as written; these rows only find it.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, delete, insert, select
+
+from memory_bank.store import batch, data_keys
+from memory_bank.store.schema import memory, memory_tag
+
+
+def fold(tag: str) -> str:
+    """A tag as it is compared: trimmed, NFC, case-folded (`Deploy` and `DEPLOY` are one)."""
+    return unicodedata.normalize("NFC", tag.strip()).casefold()
+
+
+def tag_rows(
+    seal: data_keys.Sealer,
+    user_id: str,
+    memory_id: str,
+    created_at: datetime,
+    tags: Iterable[str],
+) -> list[dict[str, object]]:
+    """The memory_tag rows of one memory (each folded tag once)."""
+    stored = dict.fromkeys(seal.tag(fold(t)) for t in tags)
+    return [
+        {"user_id": user_id, "tag": tag, "created_at": created_at, "memory_id": memory_id}
+        for tag in stored
+    ]
+
+
+def add(conn: Connection, rows: Sequence[dict[str, object]]) -> None:
+    """Write tag rows (tag_rows) in the caller's transaction."""
+    if rows:
+        conn.execute(_INSERT, list(rows))
+
+
+def add_statement(rows: Sequence[dict[str, object]]) -> batch.Statement:
+    """add() as a statement of a save's batch (MySQL/MariaDB; rows must not be empty)."""
+    return batch.insert(memory_tag, rows)
+
+
+def remove(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> None:
+    """Delete these memories' tag rows."""
+    if memory_ids:
+        conn.execute(
+            delete(memory_tag).where(
+                memory_tag.c.user_id == user_id, memory_tag.c.memory_id.in_(list(memory_ids))
+            )
+        )
+
+
+def replace(
+    conn: Connection,
+    seal: data_keys.Sealer,
+    user_id: str,
+    memory_id: str,
+    created_at: datetime,
+    tags: Iterable[str],
+) -> None:
+    """Swap one memory's tag rows for those of its tags now (an edit, a conversion)."""
+    remove(conn, user_id, [memory_id])
+    add(conn, tag_rows(seal, user_id, memory_id, created_at, tags))
+
+
+def rebuild_batch(conn: Connection, user_id: str, after: str, size: int) -> list[str]:
+    """Rewrite the tag rows of the owner's next memories by id after `after`, from the memories
+    themselves, in the form their sealer gives now; the ids done."""
+    rows = conn.execute(
+        select(memory.c.id, memory.c.tags, memory.c.created_at)
+        .where(memory.c.user_id == user_id, memory.c.id > after)
+        .order_by(memory.c.id)
+        .limit(size)
+    ).all()
+    if not rows:
+        return []
+    seal = data_keys.sealer(conn, user_id)
+    ids = [r.id for r in rows]
+    remove(conn, user_id, ids)
+    made = [
+        row
+        for r in rows
+        for row in tag_rows(
+            seal, user_id, r.id, r.created_at, json.loads(seal.open("memory.tags", r.id, r.tags))
+        )
+    ]
+    add(conn, made)
+    return ids
+
+
+def owners(conn: Connection) -> list[str]:
+    """Every owner with memories: a cross-owner read, for the operator's maintenance only."""
+    return sorted(conn.execute(select(memory.c.user_id).distinct()).scalars())
+
+
+_INSERT = insert(memory_tag)
