@@ -33,8 +33,14 @@ def postMemory(body: dict[str, Any]) -> Reply:
 def getMemorySearch(q: str, limit: int = 20, scope: str = "all", mode: str | None = None) -> Reply:
     """Search the caller's memories and their org's."""
     state = app_state.current()
-    found, used = search.find(state.db, current_principal(), q, limit, scope, mode, state.semantic)
-    return json_reply({"results": found, "mode": used})
+    principal = current_principal()
+    found, used, unavailable = search.find(
+        state.db, principal, q, limit, scope, mode, state.semantic
+    )
+    body: dict[str, Any] = {"results": found, "mode": used}
+    if unavailable:
+        body["unavailable"] = unavailable
+    return json_reply(body)
 
 
 def getMemory(limit: int = 20, cursor: str | None = None, scope: str = "all") -> Reply:

@@ -203,8 +203,10 @@ def _mysql_code(exc: DBAPIError) -> int | None:
 
 
 # MySQL client errors that mean "no server": can't connect (2002 from libmariadb, 2003 from
-# PyMySQL), gone away, lost connection.
-_OUTAGE_MYSQL = {2002, 2003, 2006, 2013, 2055, 1927, 1053}
+# PyMySQL), gone away, lost connection. And a Spider head's for a backend it cannot reach
+# (1429: cannot connect to the foreign data source; 12701: it went away mid-statement): the
+# owners on that backend are unavailable until it returns (docs/scale-out.md).
+_OUTAGE_MYSQL = {2002, 2003, 2006, 2013, 2055, 1927, 1053, 1429, 12701}
 
 
 @contextlib.contextmanager
