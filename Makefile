@@ -63,15 +63,16 @@ test-fast: install
 
 # Scale-out (docs/scale-out.md): three MariaDB backends and a Spider head on loopback
 # (tools/spider_cluster.py, which installs Debian's Spider plugin when missing), made a head
-# with `memory-bank shards init`; then, through the head, the API, edit, org, review and
-# encryption tests below (their MariaDB runs), and the tests marked spider (rows on one backend
+# with `memory-bank shards init`; then, through the head, the API, edit, limits, isolation, org,
+# review, encryption, export/erase and drafts tests below (their MariaDB runs), and the tests marked spider (rows on one backend
 # each, one backend down, a later migration on both layouts, the cluster tool). One test at a
 # time: they share the cluster, and one of them stops a backend. The cluster is stopped and
 # removed at the end, pass or fail.
 SPIDER_DIR ?= /tmp/mb-spider
 SPIDER_SUBSET := tests/api/test_memory.py tests/api/test_memory_edit.py \
+	tests/api/test_memory_limits.py tests/api/test_memory_isolation.py \
 	tests/api/test_org_memories.py tests/domain/test_review.py tests/domain/test_review_edits.py \
-	tests/store/test_encryption.py
+	tests/store/test_encryption.py tests/cli/test_transfer_cli.py tests/cli/test_drafts_cli.py
 
 test-spider: install
 	@set -e; dir='$(SPIDER_DIR)'; tool='$(PY) tools/spider_cluster.py'; \

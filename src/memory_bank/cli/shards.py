@@ -31,6 +31,13 @@ def init(args: argparse.Namespace, settings: Settings) -> int:
     print(f"head at {safe_url(settings.database_url)} spreads owners over {len(found)} backend(s):")
     for backend in found:
         print(f"  {backend.name}  {safe_url(backend.url)}")
+    head = make_engine(settings.database_url.reveal(), pool_size=1)
+    try:
+        with head.connect() as conn:
+            for problem in shards.head_problems(conn):
+                print(f"note: {problem}")
+    finally:
+        head.dispose()
     if len(found) % 2 == 0:
         print("note: an odd number of backends spreads owners more evenly (docs/scale-out.md)")
     return 0

@@ -183,6 +183,25 @@ def table_engines(conn: Connection) -> dict[str, str]:
     return {r[0]: str(r[1] or "") for r in rows}
 
 
+def head_problems(conn: Connection) -> list[str]:
+    """What is wrong with the head's Spider settings (docs/scale-out.md); [] when nothing."""
+    found = conn.exec_driver_sql(
+        "SELECT @@global.spider_disable_group_by_handler, @@global.spider_connect_retry_count"
+    ).one()
+    problems = []
+    if not int(found[0]):
+        problems.append(
+            "spider_disable_group_by_handler must be ON: Spider's group-by handler garbles long "
+            "text (a memory of 32,000 bytes read with its contexts came back cut)"
+        )
+    if int(found[1]):
+        problems.append(
+            "spider_connect_retry_count should be 0: with retries a request for an owner on a "
+            f"stopped backend waits {int(found[1])} s or more before its 503"
+        )
+    return problems
+
+
 def find_probes(head: Connection, found: list[Backend]) -> list[Backend]:
     """Each backend with an owner key the head places on it (asked of the head itself, by
     EXPLAIN PARTITIONS, so it holds whatever hashing the head uses)."""
@@ -207,7 +226,7 @@ def find_probes(head: Connection, found: list[Backend]) -> list[Backend]:
         if len(probes) == len(wanted):
             break
     missing = sorted(set(wanted) - set(probes))
-    head.exec_driver_sql("SET SESSION spider_disable_group_by_handler = OFF")
+    head.exec_driver_sql("SET SESSION spider_disable_group_by_handler = DEFAULT")
     if missing:
         raise RuntimeError(f"no owner key lands on partition(s) {', '.join(missing)}")
     return [Backend(b.name, b.url, b.server, probes[part]) for part, b in wanted.items()]
