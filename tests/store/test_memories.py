@@ -97,7 +97,9 @@ def test_a_delete_takes_every_child_row_along_without_foreign_keys(service):
 
     row = writing(service.engine, lambda c: _insert(c, OWNER, "cascade", ["t"], [_ctx("x")]))
     writing(service.engine, lambda c: vectors.queue(c, "alice", [row.id]))
-    writing(service.engine, lambda c: vectors.store(c, "alice", "m", {row.id: b"\0" * 8}, 2, []))
+    vector = {"user_id": "alice", "memory_id": row.id, "model": "m", "dim": 2, "vector": "AAAA"}
+    made = {**vector, "made_at": row.created_at}
+    writing(service.engine, lambda c: c.execute(metadata.tables["memory_vector"].insert(), made))
     tables = ("memory", "memory_context", "memory_term", "memory_vector", "embedding_job")
 
     def counts():
