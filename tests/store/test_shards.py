@@ -105,3 +105,22 @@ def test_a_single_server_has_no_backends(database_url):
     finally:
         engine.dispose()
 
+
+def test_the_vitess_vschema_shards_every_owner_table_by_owner_and_keeps_the_rest_unsharded():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    keyspaces = json.loads((root / "docker" / "vitess" / "vschema.json").read_text())["keyspaces"]
+    sharded, main = keyspaces["memory_bank"], keyspaces["memory_bank_main"]
+    assert sharded["sharded"] and not main["sharded"]
+    assert sharded["vindexes"] == {"xxhash": {"type": "xxhash"}}
+    assert set(sharded["tables"]) == {t.name for t in owner_tables()}
+    for name, table in sharded["tables"].items():
+        assert table["column_vindexes"] == [{"column": "user_id", "name": "xxhash"}], name
+    assert set(main["tables"]) == shards.head_tables() | {"alembic_version", "embedding_job_seq"}
+    # The one column the database numbers: from a sequence in the unsharded keyspace.
+    sequence = sharded["tables"]["embedding_job"]["auto_increment"]
+    assert sequence == {"column": "id", "sequence": "memory_bank_main.embedding_job_seq"}
+    assert main["tables"]["embedding_job_seq"] == {"type": "sequence"}
+    assert "vitess_sequence" in (root / "docker" / "vitess" / "sequences.sql").read_text()
