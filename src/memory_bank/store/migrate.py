@@ -168,10 +168,6 @@ def init_shards(head: Engine, urls: list[str]) -> list[shards.Backend]:
         ).scalar()
     if status != "ACTIVE":
         raise ShardsError("the head has no active Spider engine (plugin-load-add = ha_spider.so)")
-    with head.connect() as conn:
-        problems = shards.head_problems(conn)
-    if problems and problems[0].startswith("spider_disable_group_by_handler"):
-        raise ShardsError(f"the head's settings: {problems[0]}")
     with _exclusive(head):
         existing = _backends(head)
         if existing and [b.url for b in existing] != list(urls):

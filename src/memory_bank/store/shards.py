@@ -191,8 +191,9 @@ def head_problems(conn: Connection) -> list[str]:
     problems = []
     if not int(found[0]):
         problems.append(
-            "spider_disable_group_by_handler must be ON: Spider's group-by handler garbles long "
-            "text (a memory of 32,000 bytes read with its contexts came back cut)"
+            "spider_disable_group_by_handler should be ON: Spider's group-by handler garbles "
+            "long text (memory-bank turns it off in its own sessions; other clients of the head "
+            "do not)"
         )
     if int(found[1]):
         problems.append(
