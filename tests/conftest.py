@@ -33,6 +33,9 @@ MARIADB_ADMIN_URL = os.environ.get(
     "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
 )
 ENGINES = ["sqlite", "mariadb"]
+# A Spider head made by `memory-bank shards init` (make test-spider sets it): the "mariadb" runs
+# then go through it instead of a database of their own on MEMORY_BANK_TEST_MARIADB_URL.
+SPIDER_HEAD_URL = os.environ.get("MEMORY_BANK_TEST_SPIDER_HEAD_URL")
 
 
 def _mariadb_available() -> str | None:
@@ -49,7 +52,11 @@ def _mariadb_available() -> str | None:
 
 @pytest.fixture(scope="session")
 def mariadb_url() -> Iterator[str]:
-    """A fresh MariaDB database for this test session (worker), dropped at the end."""
+    """A fresh MariaDB database for this test session (worker), dropped at the end; or the
+    Spider head that make test-spider brings up, as it is."""
+    if SPIDER_HEAD_URL:
+        yield SPIDER_HEAD_URL
+        return
     problem = _mariadb_available()
     if problem:
         if os.environ.get("CI", "").lower() == "true":
@@ -144,6 +151,25 @@ def make_service(settings: Settings) -> Iterator[Callable[..., Service]]:
 def service(make_service: Callable[..., Service]) -> Service:
     """The service with default test settings."""
     return make_service()
+
+
+class _SpiderTier:
+    """Leaves out the tests marked spider unless the -m expression names them (make
+    test-spider runs them against the cluster it brings up), so make test does not run them
+    a second time."""
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[Any]) -> None:
+        if "spider" in (config.option.markexpr or ""):
+            return
+        left = [item for item in items if item.get_closest_marker("spider") is not None]
+        if left:
+            config.hook.pytest_deselected(items=left)
+            items[:] = [item for item in items if item.get_closest_marker("spider") is None]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the spider tier (above)."""
+    config.pluginmanager.register(_SpiderTier(), "memory-bank-spider-tier")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -7,14 +7,17 @@ import sqlalchemy as sa
 
 
 def wipe(url: str) -> None:
-    """Empty every table of a migrated database (children first)."""
-    from memory_bank.store.schema import metadata
+    """Empty every table of a migrated database (children first); a Spider head keeps what
+    `shards init` wrote of its backends."""
+    from memory_bank.store.schema import metadata, service_state
 
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         names = set(sa.inspect(conn).get_table_names())
         for table in reversed(metadata.sorted_tables):
-            if table.name in names:
+            if table is service_state and table.name in names:
+                conn.execute(table.delete().where(~table.c.name.startswith("shards")))
+            elif table.name in names:
                 conn.execute(table.delete())
         for name in sorted(
             names - {t.name for t in metadata.tables.values()} - {"alembic_version"}

@@ -65,6 +65,10 @@ spider_direct_aggregate = OFF
 # with the default of 1000 that releases before MDEV-35064 have. 0 fails it at once, and a
 # backend that comes back is still reconnected to.
 spider_connect_retry_count = 0
+# Spider's group-by handler sends a whole join or GROUP BY to one backend and reads the answer
+# itself: on 10.11.19 it garbled long text values (a 32,000-byte memory joined to its contexts
+# came back cut mid-character). OFF: the head joins and groups the rows it reads.
+spider_disable_group_by_handler = ON
 """
 
 
@@ -394,8 +398,11 @@ def _prepare(node: Node) -> None:
         engines = _sql(node, "SELECT support FROM information_schema.engines WHERE engine='SPIDER'")
         if engines.strip() not in {"YES", "DEFAULT"}:
             raise ClusterError(f"the head has no Spider engine:\n{_log_tail(node)}")
-        settings = "SELECT @@global.spider_direct_aggregate, @@global.spider_connect_retry_count"
-        if _sql(node, settings).split() != ["0", "0"]:
+        settings = (
+            "SELECT @@global.spider_direct_aggregate, @@global.spider_connect_retry_count, "
+            "@@global.spider_disable_group_by_handler"
+        )
+        if _sql(node, settings).split() != ["0", "0", "1"]:
             raise ClusterError(f"the head did not take its Spider settings from {node.cnf}")
 
 

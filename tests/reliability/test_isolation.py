@@ -649,7 +649,7 @@ def test_the_statement_check_catches_unscoped_sql():
     assert not statement_is_owner_scoped("SELECT id FROM org_audit WHERE id < ?", "org_id")
     assert statement_is_owner_scoped("SELECT id FROM org_audit WHERE org_id = ?", "org_id")
     assert {"memory", "memory_context", "memory_term", "memory_user_stats"} <= owner_tables()
-    assert "org_audit" in owner_tables() and shard_key("org_audit") == "org_id"
+    assert "org_audit" in owner_tables() and shard_key("org_audit") == "user_id"
 
 
 @pytest.mark.slow

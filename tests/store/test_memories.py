@@ -89,17 +89,32 @@ def test_delete_removes_contexts_postings_and_stats(service):
         assert len(search_index.search(conn, "bob", "apples", 10)) == 1
 
 
-def test_foreign_key_cascade_removes_contexts(service):
-    # Even a raw delete of the memory row (no helper) takes its contexts along.
-    row = writing(service.engine, lambda c: _insert(c, OWNER, "cascade", [], [_ctx("x")]))
-    from memory_bank.store.schema import memory, memory_term
+def test_a_delete_takes_every_child_row_along_without_foreign_keys(service):
+    # No foreign key ties an owner table to another (they may live on other servers): the
+    # delete itself removes the contexts, postings, revisions, vector and queued jobs.
+    from memory_bank.store import vectors
+    from memory_bank.store.schema import metadata
 
-    def raw_delete(conn):
-        conn.execute(memory_term.delete().where(memory_term.c.memory_id == row.id))
-        conn.execute(memory.delete().where(memory.c.id == row.id))
+    row = writing(service.engine, lambda c: _insert(c, OWNER, "cascade", ["t"], [_ctx("x")]))
+    writing(service.engine, lambda c: vectors.queue(c, "alice", [row.id]))
+    vector = {"user_id": "alice", "memory_id": row.id, "model": "m", "dim": 2, "vector": "AAAA"}
+    made = {**vector, "made_at": row.created_at}
+    writing(service.engine, lambda c: c.execute(metadata.tables["memory_vector"].insert(), made))
+    tables = ("memory", "memory_context", "memory_term", "memory_vector", "embedding_job")
 
-    writing(service.engine, raw_delete)
-    assert row_counts(service.engine)["memory_context"] == 0
+    def counts():
+        with reading(service.engine) as conn:
+            return [
+                conn.scalar(sa.select(sa.func.count()).select_from(metadata.tables[t]))
+                for t in tables
+            ]
+
+    assert all(counts())
+    writing(service.engine, lambda c: store.delete_memory(c, "alice", row.id))
+    assert counts() == [0] * len(tables)
+    assert not [fk for t in metadata.sorted_tables for fk in t.foreign_keys]
+    inspector = sa.inspect(service.engine)
+    assert not [n for n in inspector.get_table_names() if inspector.get_foreign_keys(n)]
 
 
 def test_reads_are_owner_scoped(service):

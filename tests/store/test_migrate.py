@@ -168,3 +168,61 @@ def test_orgs_migration_keeps_existing_memories_and_downgrades(fresh_url):
     migrate(engine)
     assert is_current(engine)
     engine.dispose()
+
+
+def _upgrade(engine: sa.Engine, target: str) -> None:
+    from alembic import command
+
+    from memory_bank.store.migrate import _config
+
+    with engine.begin() as conn:
+        cfg = _config()
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, target)
+
+
+def test_shardable_migration_keys_owner_tables_by_owner_keeps_rows_and_runs_again(fresh_url):
+    engine = make_engine(fresh_url)
+    t = "2026-12-01 00:00:00"
+    try:
+        _upgrade(engine, "0009")
+        with engine.begin() as conn:
+            for sql in (
+                "INSERT INTO memory (id, user_id, content, tags, source, scope, created_at, "
+                "updated_at) VALUES ('mem_1', 'alice', 'kept', '[]', 'api', 'user', :t, :t)",
+                "INSERT INTO memory_context (id, memory_id, user_id, position, snippet, "
+                "created_at) VALUES ('mctx_1', 'mem_1', 'alice', 0, 'snip', :t)",
+                "INSERT INTO memory_term VALUES ('alice', 'kept', 'mem_1', 1, 1)",
+                "INSERT INTO memory_vector VALUES ('alice', 'mem_1', 'm', 2, 'AAAA', :t)",
+                "INSERT INTO embedding_job (user_id, memory_id, queued_at) "
+                "VALUES ('alice', 'mem_1', :t)",
+                "INSERT INTO org_audit (id, org_id, action, actor_user_id, actor_key_id, "
+                "actor_source, at) VALUES ('oau_1', 'acme', 'created', 'alice', 'k', 'api', :t)",
+            ):
+                conn.execute(sa.text(sql), {"t": t})
+        migrate(engine)
+        inspector = sa.inspect(engine)
+        owner_tables = [t for t in metadata.sorted_tables if t.info.get("owner")]
+        for table in owner_tables:
+            pk = inspector.get_pk_constraint(table.name)["constrained_columns"]
+            if not (table.name == "embedding_job" and engine.dialect.name == "sqlite"):
+                assert pk[0] == "user_id", table.name
+                assert pk == [c.name for c in table.primary_key.columns], table.name
+            assert inspector.get_foreign_keys(table.name) == [], table.name
+            for unique in inspector.get_unique_constraints(table.name):
+                assert unique["column_names"][0] == "user_id", table.name
+        with engine.connect() as conn:
+            audit = conn.execute(sa.text("SELECT user_id, org_id FROM org_audit")).all()
+            kept = conn.execute(sa.text("SELECT COUNT(*) FROM memory_context")).scalar()
+            jobs = conn.execute(sa.text("SELECT user_id, memory_id FROM embedding_job")).all()
+        assert [tuple(a) for a in audit] == [("org:acme", "acme")]
+        assert kept == 1 and [tuple(j) for j in jobs] == [("alice", "mem_1")]
+        # Run again over a converted database (as after a run that stopped half-way): nothing
+        # fails and nothing changes.
+        schema = _schema(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = '0012'"))
+        migrate(engine)
+        assert _schema(engine) == schema and is_current(engine)
+    finally:
+        engine.dispose()

@@ -160,9 +160,11 @@ def test_up_prints_each_backend_then_the_head_last_and_resumes(cluster):
         assert _one(
             conn, "SELECT support FROM information_schema.engines WHERE engine = 'SPIDER'"
         ) == [("YES",)]
-        assert _one(conn, "SELECT @@spider_direct_aggregate, @@spider_connect_retry_count") == [
-            (0, 0)
-        ]
+        settings = (
+            "SELECT @@spider_direct_aggregate, @@spider_connect_retry_count, "
+            "@@spider_disable_group_by_handler"
+        )
+        assert _one(conn, settings) == [(0, 0, 1)]
     # Up again on a running cluster: the same lines, nothing new started.
     assert _tool("up", str(folder), "--shards", "2").stdout.splitlines() == lines
     other = _tool("up", str(folder), "--shards", "3", check=False)

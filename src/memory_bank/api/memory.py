@@ -45,8 +45,13 @@ def getMemorySearch(
     state = app_state.current()
     only = filters.parse(tag, created_after, created_before, updated_after, source)
     principal = current_principal()
-    found, used = search.find(state.db, principal, q, limit, scope, mode, state.semantic, only)
-    return json_reply({"results": found, "mode": used})
+    found, used, unavailable = search.find(
+        state.db, principal, q, limit, scope, mode, state.semantic, only
+    )
+    body: dict[str, Any] = {"results": found, "mode": used}
+    if unavailable:
+        body["unavailable"] = unavailable
+    return json_reply(body)
 
 
 def getMemory(

@@ -6,6 +6,7 @@ from memory_bank import state as app_state
 from memory_bank.api.respond import Reply, json_reply
 from memory_bank.domain import vector_jobs
 from memory_bank.errors import ServiceUnavailable
+from memory_bank.store.database import Database
 from memory_bank.store.migrate import is_current
 
 
@@ -24,6 +25,11 @@ def getReadyz() -> Reply:
         raise ServiceUnavailable("The database is unreachable.") from None
     if not current:
         raise ServiceUnavailable("The database schema is not current; run memory-bank migrate.")
+    # A database backend down (several backends, docs/scale-out.md): still 200, the owners on
+    # the others are served; named before anything that reads every owner's rows.
+    down = _backends_down(state.db)
+    if down:
+        return json_reply({"status": "degraded", "detail": f"unreachable: {', '.join(down)}"})
     # No backlog here: anyone may call it, and the embedding backlog is every owner's (it is in
     # /metrics, for the operator). Jobs set aside are counted by reason only: they wait for the
     # operator (a data key that does not open), and no owner or memory is named. A model still
@@ -33,3 +39,11 @@ def getReadyz() -> Reply:
     aside = vector_jobs.set_aside(state.db)
     body: dict[str, object] = {"status": "ready", "detail": state.semantic.status()}
     return json_reply({**body, **({"set_aside": aside} if aside else {})})
+
+
+def _backends_down(db: Database) -> list[str]:
+    """The database backends behind a Spider head that do not answer ([] for one server)."""
+    try:
+        return db.unreachable()
+    except Exception:
+        raise ServiceUnavailable("The database is unreachable.") from None

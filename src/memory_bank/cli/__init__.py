@@ -18,6 +18,7 @@ from memory_bank.cli import (
     panel,
     reindex,
     serve,
+    shards,
     users,
 )
 from memory_bank.cli.common import EXIT_MASTER_KEY, EXIT_USAGE, CliError
@@ -26,7 +27,7 @@ from memory_bank.settings import PREFIX, Settings, documented
 from memory_bank.store.crypto import KeyProblem
 
 # Subcommands in the order `memory-bank --help` lists them.
-COMMANDS = (serve, migrate, keys, orgs, mcp, reindex, models, panel, users, drafts, crypto)
+COMMANDS = (serve, migrate, shards, keys, orgs, mcp, reindex, models, panel, users, drafts, crypto)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ from memory_bank.cli import panel
 from memory_bank.cli.common import open_database, safe_url
 from memory_bank.domain import memories, review
 from memory_bank.domain.semantic import from_settings
+from memory_bank.errors import ServiceUnavailable
 from memory_bank.settings import PREFIX, Settings
 from memory_bank.store import api_keys
 from memory_bank.store.database import Database
@@ -40,10 +41,15 @@ def prepare(settings: Settings, db: Database, base: str) -> None:
         print("First start: created a local API key with every scope. It is shown only once:")
         print(f"  {secret}")
         print(f"  try: curl -H 'Authorization: Bearer {secret}' {base}/v1/memory")
-    purged = review.sweep(db)
-    if purged:
-        print(f"purged {purged} expired draft(s)")
-    memories.sweep_tombstones(db)
+    try:
+        purged = review.sweep(db)
+        if purged:
+            print(f"purged {purged} expired draft(s)")
+        memories.sweep_tombstones(db)
+    except ServiceUnavailable:
+        # A database backend is down (several backends, docs/scale-out.md): serve the owners
+        # on the others; the next start or `memory-bank drafts purge` sweeps.
+        print("skipped the sweep of expired drafts and old tombstones: a database backend is down")
     panel.print_local_link(settings, db, base)
 
 

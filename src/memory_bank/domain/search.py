@@ -15,9 +15,10 @@ from memory_bank.domain.semantic import Semantic
 from memory_bank.search import fusion
 from memory_bank.search import index as search_index
 from memory_bank.search.merge import merged
-from memory_bank.store import data_keys
+from memory_bank.store import data_keys, shards
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
+from memory_bank.store.owners import is_org
 
 
 def find(
@@ -29,10 +30,11 @@ def find(
     mode: str | None = None,
     semantic: Semantic | None = None,
     only: Filters = NONE,
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[dict[str, Any]], str, list[str]]:
     """The memories the principal reads (scope: user, org or all) that best match a query
     among those that pass the filters (applied before ranking: the best k that pass), with
-    scores, best first, and the mode that ranked them.
+    scores, best first, the mode that ranked them, and the scopes that could not be read
+    (their database backend is down: the answer holds the rest; the caller's own is a 503).
 
     mode: "lexical" (BM25), "semantic" (cosine) or "hybrid" (search/fusion.py); the default is
     hybrid when semantic search is on. Without it, or when the query cannot be embedded in time,
@@ -45,7 +47,7 @@ def find(
     # two, not their sum.
     pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
     with db.reading() as conn:
-        owners = acl.readable_owners(principal, scope)
+        owners, unavailable = _reachable(db, conn, principal, acl.readable_owners(principal, scope))
         hybrid = wanted == "hybrid" and pending
         rankings = _candidates(conn, owners, query, limit, only) if hybrid else {}
         query_vector = pending() if pending is not None else None
@@ -63,7 +65,19 @@ def find(
             item = shape(found[mid])
             item["score"] = round(score, 6)
             results.append(item)
-    return results, used
+    return results, used, unavailable
+
+
+def _reachable(
+    db: Database, conn: Connection, principal: Principal, wanted: list[str]
+) -> tuple[list[str], list[str]]:
+    """The owners to search, and the scopes left out because the backend holding them is down
+    (with several backends only; the caller's own rows are never left out: without them the
+    answer is a 503)."""
+    if not db.backends:
+        return wanted, []
+    down = [o for o in wanted if o != principal.user_id and not shards.answers(conn, o)]
+    return [o for o in wanted if o not in down], ["org" if is_org(o) else "user" for o in down]
 
 
 def _lexical(

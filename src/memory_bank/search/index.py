@@ -177,6 +177,13 @@ def _as_stored(weights: dict[str, float], stored: dict[str, tuple[str, ...]]) ->
     return {form: weight for term, weight in weights.items() for form in stored[term]}
 
 
+def _double(value: float) -> str:
+    """A float as an SQL double literal that reads back as the same float."""
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite weight: {value}")
+    return format(float(value), ".16e")
+
+
 def _score(
     conn: Connection,
     user_id: str,
@@ -191,14 +198,17 @@ def _score(
     m = _mark(conn)
     params: list[object] = []
     cases = []
-    # Numbers are written as doubles (1.2e0) and weights and lengths cast to DOUBLE: MySQL and
-    # MariaDB read 1.2 or a bound 84.29 as DECIMAL, whose division rounds to 4 more decimals
-    # (div_precision_increment), which ties near-equal scores, and is slower than float math.
-    real = f"CAST({m} AS DOUBLE)"
+    # Numbers are written as double literals (1.2e0; each weight and the average length to 17
+    # digits, which give back the same float): MySQL and MariaDB read 1.2 or a bound 84.29 as
+    # DECIMAL, whose division rounds to 4 more decimals (div_precision_increment), which ties
+    # near-equal scores, and is slower than float math. Literals, not CAST(? AS DOUBLE): Spider
+    # sends such a cast to its backends as double_typecast(), which no server has, when it
+    # pushes an aggregate down (spider_direct_aggregate), so results would depend on a setting.
     for term, weight in weights.items():
-        cases.append(f"WHEN {m} THEN {real}")
-        params += [term, weight]
-    params += [avg_len, user_id, *weights]
+        cases.append(f"WHEN {m} THEN {_double(weight)}")
+        params.append(term)
+    real = _double(avg_len)
+    params += [user_id, *weights]
     where = ""
     if only is not None:
         where = f"AND memory_id IN ({_marks(conn, len(only))})"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from sqlalchemy import Connection, Engine
 from sqlalchemy.pool import QueuePool
 
-from memory_bank.store import batch
+from memory_bank.store import batch, shards
 from memory_bank.store.engine import is_sqlite, make_auth_engine, make_engine, reading, writing
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class Database:
         # The pools to close on dispose(): the engine given, and any opened here.
         self._pools = [engine]
         self._lock = threading.Lock()
+        self._backends: list[shards.Backend] | None = None
 
     @property
     def saves(self) -> Engine:
@@ -77,6 +78,25 @@ class Database:
                     self._pools.append(made)
                 self._auth = self.engine if made is self._base else made
             return self._auth
+
+    @property
+    def backends(self) -> list[shards.Backend]:
+        """The backends behind a Spider head (store/shards.py); [] for a single server. Read
+        from the head once (only `shards init` changes them)."""
+        if self._backends is None:
+            if is_sqlite(self._base):
+                self._backends = []
+            else:
+                with reading(self._base) as conn:
+                    self._backends = shards.backends(conn)
+        return self._backends
+
+    def unreachable(self) -> list[str]:
+        """The names of the backends that do not answer through the head (none: [])."""
+        if not self.backends:
+            return []
+        with reading(self._base) as conn:
+            return shards.unreachable(conn, self.backends)
 
     def reading(self) -> contextlib.AbstractContextManager[Connection]:
         """A connection for reads; database outages become 503."""

@@ -171,11 +171,16 @@ def count_drafts(conn: Connection, user_id: str, now: datetime) -> int:
 
 
 def delete_draft(conn: Connection, user_id: str, draft_id: str) -> bool:
-    """Remove the user's draft; False when another transaction already did."""
-    result = conn.execute(
-        delete(memory_draft).where(memory_draft.c.user_id == user_id, memory_draft.c.id == draft_id)
-    )
-    return result.rowcount == 1
+    """Remove the user's draft; False when another transaction already did.
+
+    Decided by a locking read, not by the DELETE's row count (Spider reports 0 for every
+    DELETE): of two reviewers, the second waits for the first's commit, then finds no row.
+    """
+    mine = (memory_draft.c.user_id == user_id, memory_draft.c.id == draft_id)
+    if conn.execute(select(memory_draft.c.id).where(*mine).with_for_update()).first() is None:
+        return False
+    conn.execute(delete(memory_draft).where(*mine))
+    return True
 
 
 def purge_expired(conn: Connection, user_id: str, now: datetime) -> int:

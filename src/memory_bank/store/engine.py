@@ -86,6 +86,7 @@ def make_engine(
             connect_args={"connect_timeout": 3, "read_timeout": 30, "write_timeout": 30},
         )
         _ping_when_idle(engine)
+        _spider_session(engine)
         if batches and not autocommit:
             batch.skip_commit_after_batch(engine.dialect)
         return engine
@@ -135,6 +136,29 @@ def _tune_sqlite(engine: Engine) -> None:
         # "database is locked" without waiting for the busy timeout.
         immediate = conn.get_execution_options().get("write", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+# What a connection to a Spider head (docs/scale-out.md) sets for itself, whatever the head's
+# globals say: aggregates computed on the head (with spider_direct_aggregate ON, BM25's
+# document frequencies and scores came back different), and no group-by handler (it garbled
+# long text values read with a join). A server without Spider refuses the statement (unknown
+# variable): nothing to set there.
+SPIDER_SESSION = "SET SESSION spider_direct_aggregate = OFF, spider_disable_group_by_handler = ON"
+
+
+def _spider_session(engine: Engine) -> None:
+    """Give each new connection the Spider session settings above, where the server has them."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        try:
+            cursor.execute(SPIDER_SESSION)
+        except Exception as exc:
+            if getattr(exc, "args", (None,))[:1] != (1193,):  # unknown system variable
+                raise
+        finally:
+            cursor.close()
 
 
 # A pooled MySQL connection unused for this long is pinged before use (see _ping_when_idle).
@@ -203,8 +227,10 @@ def _mysql_code(exc: DBAPIError) -> int | None:
 
 
 # MySQL client errors that mean "no server": can't connect (2002 from libmariadb, 2003 from
-# PyMySQL), gone away, lost connection.
-_OUTAGE_MYSQL = {2002, 2003, 2006, 2013, 2055, 1927, 1053}
+# PyMySQL), gone away, lost connection. And a Spider head's for a backend it cannot reach
+# (1429: cannot connect to the foreign data source; 12701: it went away mid-statement): the
+# owners on that backend are unavailable until it returns (docs/scale-out.md).
+_OUTAGE_MYSQL = {2002, 2003, 2006, 2013, 2055, 1927, 1053, 1429, 12701}
 
 
 @contextlib.contextmanager

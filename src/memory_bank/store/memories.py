@@ -309,23 +309,18 @@ def _lock(conn: Connection, user_id: str, memory_id: str) -> bool:
 
 
 def _owner_lock(*columns: Any) -> Any:
-    """A locking read of one owner's memory row, found through (user_id, id).
+    """A locking read of one owner's memory row, found through its key (user_id, id).
 
-    The primary key is the id alone: a locking read through it locks, and waits for, the row
-    before the owner filter applies, so another tenant's edit of an id its owner held locked
-    waited for the lock (a 503 after 30 s) where a missing id answered 404 at once. Through the
-    (user_id, id) index a key that is not the caller's matches nothing and takes only a gap
-    lock, which waits for no one: existence never shows in the timing.
+    Another tenant's key for an id its owner holds locked matches no row and takes only a gap
+    lock, which waits for no one: a missing id and someone else's answer 404 alike, at once,
+    so existence never shows in the timing.
     """
     stmt = select(*columns).where(
         memory.c.user_id == bindparam("user_id"), memory.c.id == bindparam("id")
     )
-    for dialect in ("mysql", "mariadb"):
-        stmt = stmt.with_hint(memory, f"FORCE INDEX ({_OWNER_ID_INDEX})", dialect)
     return stmt.with_for_update()
 
 
-_OWNER_ID_INDEX = "ix_memory_user_id_id"
 _LOCK_ROW = _owner_lock(memory.c.id)
 _LOCK_AUTHOR = _owner_lock(memory.c.created_by, memory.c.revision)
 

@@ -14,7 +14,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
 
-from memory_bank.store import service_state
+from memory_bank.store import service_state, shards
+from memory_bank.store.engine import make_engine
+from memory_bank.store.schema import owner_tables
 
 _SCRIPTS = str(Path(__file__).with_name("migrations"))
 _LOCK_NAME = "memory_bank_migrate"
@@ -75,19 +77,144 @@ def _exclusive(engine: Engine) -> Iterator[None]:
 def migrate(engine: Engine, then: Callable[[Engine], object] | None = None) -> str:
     """Bring the schema to head (a no-op when current) and return the revision.
 
-    then(engine) runs afterwards under the same lock, so exactly one of several processes
-    starting at once does it (domain/reindex.py rebuilds a stale search index there).
+    On a Spider head (store/shards.py) each backend is migrated, then the head's own tables,
+    then the head's Spider definitions are rebuilt from a backend's, all under the head's lock;
+    a head already current needs no backend. then(engine) runs afterwards under the same lock,
+    so exactly one of several processes starting at once does it (domain/reindex.py rebuilds a
+    stale search index there).
     """
     with _exclusive(engine):
-        with engine.begin() as conn:
-            cfg = _config()
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
+        found = _backends(engine)
+        if found:
+            _migrate_sharded(engine, found)
+        else:
+            with engine.begin() as conn:
+                _upgrade(conn)
         with engine.begin() as conn:
             service_state.put_once(conn, _SECRET, secrets.token_urlsafe(32))
         if then is not None:
             then(engine)
     return head_revision()
+
+
+def _upgrade(conn: Connection, skip: set[str] | None = None) -> None:
+    """Run the migrations up to head on this connection; statements that change a table in
+    skip are not sent (shards.only_changes)."""
+    cfg = _config()
+    cfg.attributes["connection"] = conn
+    restore = shards.only_changes(conn, skip) if skip else None
+    try:
+        command.upgrade(cfg, "head")
+    finally:
+        if restore is not None:
+            restore()
+
+
+def _backends(engine: Engine) -> list[shards.Backend]:
+    """The backends of a Spider head; [] for a single server."""
+    if engine.dialect.name == "sqlite":
+        return []
+    with engine.connect() as conn:
+        return shards.backends(conn)
+
+
+def _owner_names() -> set[str]:
+    return {t.name for t in owner_tables()}
+
+
+def _migrate_sharded(head: Engine, found: list[shards.Backend]) -> None:
+    """Each backend's owner tables, then the head's tables, then the head's definitions."""
+    target = head_revision()
+    with head.connect() as conn:
+        built = service_state.get(conn, shards.DEFINITIONS_STATE)
+        if current_revision(conn) == target and built == target:
+            return
+    engines = [make_engine(b.url, 1) for b in found]
+    try:
+        for backend in engines:
+            with backend.begin() as conn:
+                _upgrade(conn, shards.head_tables())
+        with head.begin() as conn:
+            _upgrade(conn, _owner_names())
+        with head.connect() as conn, engines[0].connect() as first:
+            shards.rebuild_head(conn, first, found)
+        # Last: a run stopped before this point is finished by the next one.
+        with head.begin() as conn:
+            service_state.put(conn, shards.DEFINITIONS_STATE, target)
+    finally:
+        for backend in engines:
+            backend.dispose()
+
+
+class ShardsError(RuntimeError):
+    """`shards init` cannot do what it was asked (the message says why)."""
+
+
+def init_shards(head: Engine, urls: list[str]) -> list[shards.Backend]:
+    """Make the head a Spider head over these backends (`memory-bank shards init`): every
+    backend migrated with the owner tables, the head's own tables migrated, one Spider table per
+    owner table on the head (a partition per backend), and the backends written on the head.
+
+    Run again with the same URLs it finishes or repeats the work; other URLs are refused
+    (moving owners between backends is not supported).
+    """
+    if head.dialect.name == "sqlite" or not urls:
+        raise ShardsError("shards init needs a MariaDB head with Spider and at least one backend")
+    with head.connect() as conn:
+        status = conn.execute(
+            text(
+                "SELECT plugin_status FROM information_schema.plugins WHERE plugin_name = 'SPIDER'"
+            )
+        ).scalar()
+    if status != "ACTIVE":
+        raise ShardsError("the head has no active Spider engine (plugin-load-add = ha_spider.so)")
+    with _exclusive(head):
+        existing = _backends(head)
+        if existing and [b.url for b in existing] != list(urls):
+            raise ShardsError(
+                f"the head already spreads owners over {len(existing)} backend(s) "
+                f"({', '.join(b.name for b in existing)}); changing them would move owners "
+                "between backends, which is not supported"
+            )
+        found = shards.name_backends(head.url.database or "", list(urls))
+        engines = [make_engine(url, 1) for url in urls]
+        try:
+            for backend in engines:
+                with backend.begin() as conn:
+                    _upgrade(conn, shards.head_tables())
+            with head.connect() as conn:
+                _clear_local_owner_tables(conn)
+                shards.create_servers(conn, found)
+                with engines[0].connect() as first:
+                    shards.rebuild_head(conn, first, found)
+            with head.begin() as conn:
+                _upgrade(conn, _owner_names())
+            with head.connect() as conn:
+                found = shards.find_probes(conn, found)
+            with head.begin() as conn:
+                shards.record(conn, found)
+                service_state.put(conn, shards.DEFINITIONS_STATE, head_revision())
+                service_state.put_once(conn, _SECRET, secrets.token_urlsafe(32))
+        finally:
+            for backend in engines:
+                backend.dispose()
+    return found
+
+
+def _clear_local_owner_tables(conn: Connection) -> None:
+    """Drop owner tables the head holds itself (a `migrate` or `serve` before init made them),
+    refusing any that has rows: converting a populated server is an export and import."""
+    engines = shards.table_engines(conn)
+    for name in sorted(_owner_names()):
+        kind = engines.get(name)
+        if kind is None or kind.upper() == "SPIDER":
+            continue
+        if conn.exec_driver_sql(f"SELECT 1 FROM `{name}` LIMIT 1").first() is not None:
+            raise ShardsError(
+                f"the head's own {name} table has rows: shards init starts from an empty head "
+                "(move existing owners with memory-bank users export/import)"
+            )
+        conn.exec_driver_sql(f"DROP TABLE `{name}`")
 
 
 def signing_secret(engine: Engine) -> bytes:

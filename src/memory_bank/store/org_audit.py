@@ -1,5 +1,6 @@
 """The org audit log: one row per write to an org's memories or drafts; every statement
-filters by org_id."""
+filters by the org's owner key (user_id, store/owners.py), so the log lives with the org's
+memories."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import datetime
 from sqlalchemy import Connection, insert, select
 
 from memory_bank.ids import new_id
+from memory_bank.store.owners import org_owner
 from memory_bank.store.schema import org_audit
 
 # Actions, as stored.
@@ -54,6 +56,7 @@ def record(
     conn.execute(
         insert(org_audit).values(
             id=new_id("oau"),
+            user_id=org_owner(org_id),
             org_id=org_id,
             action=action,
             memory_id=memory_id,
@@ -68,7 +71,7 @@ def record(
 
 def page(conn: Connection, org_id: str, limit: int, before_id: str | None) -> list[Entry]:
     """One page of the org's entries, newest first."""
-    stmt = select(org_audit).where(org_audit.c.org_id == org_id)
+    stmt = select(org_audit).where(org_audit.c.user_id == org_owner(org_id))
     if before_id is not None:
         stmt = stmt.where(org_audit.c.id < before_id)
     rows = conn.execute(stmt.order_by(org_audit.c.id.desc()).limit(limit)).all()

@@ -98,26 +98,24 @@ def oldest(conn: Connection, user_id: str, memory_id: str) -> int | None:
     return None if found is None else int(found)
 
 
-def drop_before(conn: Connection, user_id: str, memory_id: str, revision: int) -> int:
-    """Forget the owner's memory's revisions numbered below `revision`; returns how many."""
-    result = conn.execute(
+def drop_before(conn: Connection, user_id: str, memory_id: str, revision: int) -> None:
+    """Forget the owner's memory's revisions numbered below `revision`."""
+    conn.execute(
         delete(memory_revision).where(
             memory_revision.c.user_id == user_id,
             memory_revision.c.memory_id == memory_id,
             memory_revision.c.revision < revision,
         )
     )
-    return int(result.rowcount or 0)
 
 
-def delete_revisions(conn: Connection, user_id: str, memory_id: str) -> int:
+def delete_revisions(conn: Connection, user_id: str, memory_id: str) -> None:
     """Forget every revision of the owner's memory (with the memory, in its transaction)."""
-    result = conn.execute(
+    conn.execute(
         delete(memory_revision).where(
             memory_revision.c.user_id == user_id, memory_revision.c.memory_id == memory_id
         )
     )
-    return int(result.rowcount or 0)
 
 
 def _row(r: Any, seal: data_keys.Sealer) -> RevisionRow:

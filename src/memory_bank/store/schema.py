@@ -9,10 +9,10 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
-    ForeignKey,
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -39,11 +39,22 @@ TAG_WIDTH = 200
 # (store/sealed.py reads these marks: every conversion and count follows them). A new column
 # that holds anything a user stored carries one.
 SEALED: dict[str, Any] = {"sealed": "id"}
+# An owner table: its rows belong to the owner in `user_id` (a user, or an org's owner key,
+# store/owners.py), which leads its primary key and every unique key, and no foreign key ties
+# it to another table. With several database servers (docs/scale-out.md) each owner's rows of
+# every such table live on one of them; the other tables (keys, service state) stay on the head.
+OWNER: dict[str, Any] = {"owner": "user_id"}
+
+
+def owner_tables() -> list[Table]:
+    """The owner tables, as sharded across database servers."""
+    return [t for t in metadata.sorted_tables if t.info.get("owner")]
+
 
 memory = Table(
     "memory",
     metadata,
-    Column("id", String(32), primary_key=True),
+    Column("id", String(32), nullable=False),
     Column("user_id", String(128), nullable=False),
     Column("org_id", String(128), nullable=True),
     Column("content", LongText, nullable=False, info=SEALED),
@@ -56,20 +67,24 @@ memory = Table(
     Column("created_by", String(128), nullable=True),
     # 1 on save, +1 per edit or restore (the ETag; If-Match compares it).
     Column("revision", Integer, nullable=False, server_default="1"),
-    Index("ix_memory_user_id_id", "user_id", "id"),
+    PrimaryKeyConstraint("user_id", "id"),
+    # A memory id is unique whoever owns it; the operator's import looks ids up across owners.
+    Index("ix_memory_id", "id"),
     # Listing order (newest first) and the filters of list and search (docs/search.md,
     # "Filters"): each leads with the owner, so a filter reads one owner's range of one index.
     Index("ix_memory_user_created", "user_id", "created_at", "id"),
     Index("ix_memory_user_updated", "user_id", "updated_at", "id"),
     Index("ix_memory_user_source", "user_id", "source", "created_at", "id"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
 memory_context = Table(
     "memory_context",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("memory_id", String(32), ForeignKey("memory.id", ondelete="CASCADE"), nullable=False),
+    Column("id", String(32), nullable=False),
+    # Deleted with its memory, in the memory's transaction (store/memories.py).
+    Column("memory_id", String(32), nullable=False),
     Column("user_id", String(128), nullable=False),
     Column("position", Integer, nullable=False),
     Column("snippet", LongText, nullable=False, info=SEALED),
@@ -78,7 +93,10 @@ memory_context = Table(
     Column("message_id", String(CITATION_WIDTH), nullable=True, info=SEALED),
     Column("origin", String(32), nullable=True),
     Column("created_at", Timestamp, nullable=False),
+    PrimaryKeyConstraint("user_id", "id"),
     Index("ix_memory_context_user_memory", "user_id", "memory_id"),
+    Index("ix_memory_context_id", "id"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -89,15 +107,11 @@ memory_term = Table(
     metadata,
     Column("user_id", String(128), primary_key=True),
     Column("term", String(64), primary_key=True),
-    Column(
-        "memory_id",
-        String(32),
-        ForeignKey("memory.id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    Column("memory_id", String(32), primary_key=True),
     Column("tf", Integer, nullable=False),
     Column("doc_len", Integer, nullable=False),
     Index("ix_memory_term_user_memory", "user_id", "memory_id"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -109,6 +123,7 @@ memory_user_stats = Table(
     Column("user_id", String(128), primary_key=True),
     Column("doc_count", BigInteger, nullable=False),
     Column("total_len", BigInteger, nullable=False),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -123,6 +138,7 @@ memory_tag = Table(
     Column("created_at", Timestamp, primary_key=True),
     Column("memory_id", String(32), primary_key=True),
     Index("ix_memory_tag_user_memory", "user_id", "memory_id", "tag"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -136,6 +152,7 @@ memory_tombstone = Table(
     Column("memory_id", String(32), primary_key=True),
     Column("deleted_at", Timestamp, nullable=False),
     Index("ix_memory_tombstone_user_deleted", "user_id", "deleted_at"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -171,7 +188,7 @@ service_state = Table(
 memory_draft = Table(
     "memory_draft",
     metadata,
-    Column("id", String(32), primary_key=True),
+    Column("id", String(32), nullable=False),
     Column("user_id", String(128), nullable=False),
     Column("org_id", String(128), nullable=True),
     Column("content", LongText, nullable=False, info=SEALED),
@@ -185,8 +202,9 @@ memory_draft = Table(
     # An edit's draft: the memory it changes and the revision it was made against (else NULL).
     Column("memory_id", String(32), nullable=True),
     Column("base_revision", Integer, nullable=True),
-    Index("ix_memory_draft_user_id_id", "user_id", "id"),
+    PrimaryKeyConstraint("user_id", "id"),
     Index("ix_memory_draft_expires_at", "expires_at"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -196,7 +214,7 @@ memory_draft = Table(
 memory_revision = Table(
     "memory_revision",
     metadata,
-    Column("id", String(32), primary_key=True),
+    Column("id", String(32), nullable=False),
     Column("user_id", String(128), nullable=False),
     Column("memory_id", String(32), nullable=False),
     Column("revision", Integer, nullable=False),
@@ -205,7 +223,9 @@ memory_revision = Table(
     Column("contexts", LongText, nullable=False, info=SEALED),
     Column("source", String(128), nullable=False),
     Column("edited_at", Timestamp, nullable=False),
+    PrimaryKeyConstraint("user_id", "id"),
     UniqueConstraint("user_id", "memory_id", "revision", name="uq_memory_revision_user_memory_rev"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -213,7 +233,7 @@ memory_revision = Table(
 review_audit = Table(
     "review_audit",
     metadata,
-    Column("id", String(32), primary_key=True),
+    Column("id", String(32), nullable=False),
     Column("user_id", String(128), nullable=False),
     Column("draft_id", String(32), nullable=False),
     Column("action", String(32), nullable=False),
@@ -221,7 +241,9 @@ review_audit = Table(
     Column("actor_source", String(128), nullable=True),
     Column("memory_id", String(32), nullable=True),
     Column("at", Timestamp, nullable=False),
+    PrimaryKeyConstraint("user_id", "id"),
     Index("ix_review_audit_user_draft", "user_id", "draft_id"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -246,12 +268,14 @@ panel_signin_used = Table(
     **TABLE_ARGS,
 )
 
-# Every write to an organisation's memories and drafts: who, when, which memory. Sharded by
-# org_id (the org's id, not its owner key); kept after the memory is gone, never with content.
+# Every write to an organisation's memories and drafts: who, when, which memory. Owned by the
+# org's owner key (`org:<id>`, in user_id), so an org write and its audit row share one owner;
+# kept after the memory is gone, never with content.
 org_audit = Table(
     "org_audit",
     metadata,
-    Column("id", String(32), primary_key=True),
+    Column("id", String(32), nullable=False),
+    Column("user_id", String(128), nullable=False),
     Column("org_id", String(128), nullable=False),
     Column("action", String(32), nullable=False),
     Column("memory_id", String(32), nullable=True),
@@ -260,7 +284,8 @@ org_audit = Table(
     Column("actor_key_id", String(32), nullable=False),
     Column("actor_source", String(128), nullable=False),
     Column("at", Timestamp, nullable=False),
-    Index("ix_org_audit_org_id_id", "org_id", "id"),
+    PrimaryKeyConstraint("user_id", "id"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -286,28 +311,25 @@ memory_vector = Table(
     "memory_vector",
     metadata,
     Column("user_id", String(128), primary_key=True),
-    Column(
-        "memory_id",
-        String(32),
-        ForeignKey("memory.id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    Column("memory_id", String(32), primary_key=True),
     Column("model", String(191), nullable=False),
     Column("dim", Integer, nullable=False),
     Column("vector", LongText, nullable=False, info={"sealed": "memory_id"}),
     Column("made_at", Timestamp, nullable=False),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
 # The outbox of memories waiting for an embedding: a save writes a row in its own transaction,
 # the worker of each `serve` process embeds a batch and deletes the rows it did in the same
-# transaction as the vectors, so a killed worker loses nothing.
+# transaction as the vectors, so a killed worker loses nothing. The database numbers the jobs:
+# on MariaDB the primary key is (user_id, id), with an index on the id that AUTO_INCREMENT needs;
+# SQLite's numbering needs the id alone as its key, so there the table keeps that (migration
+# 0013; a SQLite file is never sharded).
 embedding_job = Table(
     "embedding_job",
     metadata,
-    Column(
-        "id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
-    ),
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), nullable=False, autoincrement=True),
     Column("user_id", String(128), nullable=False),
     Column("memory_id", String(32), nullable=False),
     Column("queued_at", Timestamp, nullable=False),
@@ -318,10 +340,13 @@ embedding_job = Table(
     # Why the job was set aside (its owner's data key or its text does not open): never
     # claimed again until `memory-bank reindex --vectors` gives it another try.
     Column("set_aside", String(32), nullable=True),
+    PrimaryKeyConstraint("user_id", "id"),
     Index("ix_embedding_job_user_memory", "user_id", "memory_id"),
+    Index("ix_embedding_job_id", "id"),
     # The worker's scan (set_aside IS NULL, by id) and the set-aside count skip set-aside rows
     # through this index instead of reading past them.
     Index("ix_embedding_job_set_aside", "set_aside", "id"),
+    info=OWNER,
     **TABLE_ARGS,
 )
 
@@ -333,5 +358,6 @@ vector_version = Table(
     metadata,
     Column("user_id", String(128), primary_key=True),
     Column("version", String(32), nullable=False),
+    info=OWNER,
     **TABLE_ARGS,
 )

@@ -35,9 +35,11 @@ def was_deleted(conn: Connection, user_id: str, memory_id: str) -> bool:
 def purge(conn: Connection, user_id: str, before: datetime) -> int:
     """Forget the user's tombstones older than `before`; returns how many.
 
-    Found with a plain read, then deleted one key at a time: a range DELETE would lock the
+    Found with a plain read, then taken one key at a time: a range DELETE would lock the
     index gap it scanned on MySQL/MariaDB, and two concurrent deletes of one user, each then
-    inserting its own tombstone into that gap, deadlocked.
+    inserting its own tombstone into that gap, deadlocked. Each key is locked before it is
+    deleted and counted only when it was still there: the count never comes from a DELETE's
+    row count (Spider reports 0 for every DELETE).
     """
     old = conn.execute(
         select(memory_tombstone.c.memory_id).where(
@@ -46,12 +48,11 @@ def purge(conn: Connection, user_id: str, before: datetime) -> int:
     ).scalars()
     gone = 0
     for memory_id in list(old):
-        result = conn.execute(
-            delete(memory_tombstone).where(
-                memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id
-            )
-        )
-        gone += int(result.rowcount or 0)
+        key = (memory_tombstone.c.user_id == user_id, memory_tombstone.c.memory_id == memory_id)
+        held = select(memory_tombstone.c.memory_id).where(*key).with_for_update()
+        if conn.execute(held).first() is not None:
+            conn.execute(delete(memory_tombstone).where(*key))
+            gone += 1
     return gone
 
 

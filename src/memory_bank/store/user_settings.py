@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, select
+from sqlalchemy.dialects import mysql, sqlite
 
 from memory_bank.ids import utcnow
 from memory_bank.store.schema import user_settings
@@ -45,16 +45,12 @@ def change(
         "memory_disabled": wanted.memory_disabled,
         "updated_at": utcnow(),
     }
-    updated = conn.execute(
-        update(user_settings).where(user_settings.c.user_id == user_id).values(**values)
-    )
-    if updated.rowcount == 0:
-        try:
-            # A savepoint, so losing a race with another first write leaves the transaction usable.
-            with conn.begin_nested():
-                conn.execute(insert(user_settings).values(user_id=user_id, **values))
-        except IntegrityError:
-            conn.execute(
-                update(user_settings).where(user_settings.c.user_id == user_id).values(**values)
-            )
+    # One upsert: a first write racing another cannot fail, and needs no SAVEPOINT (which
+    # Spider refuses) to keep the transaction usable.
+    if conn.dialect.name == "sqlite":
+        lite = sqlite.insert(user_settings).values(user_id=user_id, **values)
+        conn.execute(lite.on_conflict_do_update(index_elements=["user_id"], set_=values))
+    else:
+        upsert = mysql.insert(user_settings).values(user_id=user_id, **values)
+        conn.execute(upsert.on_duplicate_key_update(**values))
     return wanted

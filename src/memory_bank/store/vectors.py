@@ -285,18 +285,18 @@ def drop_jobs(conn: Connection, user_id: str, job_ids: Iterable[int]) -> None:
 
 
 def remove(conn: Connection, user_id: str, memory_id: str) -> None:
-    """Delete a memory's vector and queued jobs (the memory's delete transaction)."""
+    """Delete a memory's vector and queued jobs (the memory's delete or edit transaction,
+    which holds the memory's row locked, as store() does before it writes a vector)."""
     conn.execute(
         delete(embedding_job).where(
             embedding_job.c.user_id == user_id, embedding_job.c.memory_id == memory_id
         )
     )
-    gone = conn.execute(
-        delete(memory_vector).where(
-            memory_vector.c.user_id == user_id, memory_vector.c.memory_id == memory_id
-        )
-    )
-    if gone.rowcount:
+    # Whether it had a vector is read, not taken from the DELETE's row count (0 on Spider).
+    mine = (memory_vector.c.user_id == user_id, memory_vector.c.memory_id == memory_id)
+    had = conn.execute(select(memory_vector.c.memory_id).where(*mine)).first() is not None
+    if had:
+        conn.execute(delete(memory_vector).where(*mine))
         bump(conn, user_id)
 
 
@@ -339,27 +339,42 @@ class Loaded:
     source: str
 
 
-def load(conn: Connection, user_id: str, model: str) -> list[Loaded]:
+# Rows per read of an owner's vectors: Vitess refuses a result past 10,000 rows by default,
+# and a bounded page keeps any one result's memory small.
+LOAD_PAGE = 5000
+
+
+def load(conn: Connection, user_id: str, model: str, page: int = LOAD_PAGE) -> list[Loaded]:
     """The owner's vectors made by this model, by memory id, each with its memory's creation
-    and update time and source (a filter of dense ranking reads them from the cached matrix)."""
+    and update time and source (a filter of dense ranking reads them from the cached matrix);
+    read a page at a time, each after the last id of the one before."""
     v, m = memory_vector.c, memory.c
-    rows = conn.execute(
-        select(v.memory_id, v.vector, m.created_at, m.updated_at, m.source)
-        .select_from(memory_vector.join(memory, and_(m.user_id == v.user_id, m.id == v.memory_id)))
-        .where(v.user_id == user_id, v.model == model)
-        .order_by(v.memory_id)
-    ).all()
     seal = data_keys.sealer(conn, user_id)
-    return [
-        Loaded(
-            r.memory_id,
-            base64.b64decode(seal.open(VECTOR_COLUMN, r.memory_id, r.vector)),
-            r.created_at,
-            r.updated_at,
-            r.source,
-        )
-        for r in rows
-    ]
+    found: list[Loaded] = []
+    after = ""
+    while True:
+        rows = conn.execute(
+            select(v.memory_id, v.vector, m.created_at, m.updated_at, m.source)
+            .select_from(
+                memory_vector.join(memory, and_(m.user_id == v.user_id, m.id == v.memory_id))
+            )
+            .where(v.user_id == user_id, v.model == model, v.memory_id > after)
+            .order_by(v.memory_id)
+            .limit(page)
+        ).all()
+        found += [
+            Loaded(
+                r.memory_id,
+                base64.b64decode(seal.open(VECTOR_COLUMN, r.memory_id, r.vector)),
+                r.created_at,
+                r.updated_at,
+                r.source,
+            )
+            for r in rows
+        ]
+        if len(rows) < page:
+            return found
+        after = rows[-1].memory_id
 
 
 def models(conn: Connection, user_id: str) -> dict[str, int]:

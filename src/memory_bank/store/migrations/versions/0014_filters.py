@@ -8,7 +8,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0014"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
