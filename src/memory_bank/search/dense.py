@@ -123,11 +123,17 @@ class Matrix:
         """The k best (memory id, cosine) of scores(), best first, among the rows `keep` marks
         when given (a filter: the best k that pass); ties go to the newest id."""
         rows = np.arange(len(scores)) if keep is None else np.flatnonzero(keep)
-        if not len(rows):
+        if not len(rows) or k <= 0:
             return []
         kept = scores[rows]
         k = min(k, len(kept))
-        best = np.argpartition(-kept, k - 1)[:k] if k < len(kept) else np.arange(len(kept))
+        best = np.arange(len(kept))
+        if k < len(kept):
+            # Rows are in id order, so of the rows tied at the cut the last are the newest.
+            cut = np.partition(-kept, k - 1)[k - 1]
+            above = np.flatnonzero(-kept < cut)
+            tied = np.flatnonzero(-kept == cut)
+            best = np.concatenate([above, tied[len(tied) - (k - len(above)) :]])
         ranked = sorted(((float(kept[i]), self.ids[rows[i]]) for i in best), reverse=True)
         return [(mid, score) for score, mid in ranked]
 
