@@ -217,15 +217,16 @@ def test_shardable_migration_keys_owner_tables_by_owner_keeps_rows_and_runs_agai
             jobs = conn.execute(sa.text("SELECT user_id, memory_id FROM embedding_job")).all()
         assert [tuple(a) for a in audit] == [("org:acme", "acme")]
         assert kept == 1 and [tuple(j) for j in jobs] == [("alice", "mem_1")]
-        # Run again over a converted database (as after a run that stopped half-way): nothing
+        # 0013 again over a converted database (as after a run that stopped half-way): nothing
         # fails and nothing changes.
         schema = _schema(engine)
         with engine.begin() as conn:
             conn.execute(sa.text("UPDATE alembic_version SET version_num = '0012'"))
-        # Only this migration again: later ones need not be idempotent.
         _upgrade(engine, "0013")
         with engine.begin() as conn:
-            conn.execute(sa.text(f"UPDATE alembic_version SET version_num = '{head_revision()}'"))
+            conn.execute(
+                sa.text("UPDATE alembic_version SET version_num = :v"), {"v": head_revision()}
+            )
         assert _schema(engine) == schema and is_current(engine)
     finally:
         engine.dispose()
