@@ -43,7 +43,7 @@ def test_check_fails_with_a_readable_diff_on_a_stale_manifest(tmp_path, capsys):
     assert gen.main(["--spec", str(changed), "--out", str(stale), "--check"]) == 1
     out, err = capsys.readouterr()
     assert "--- manifest.json (committed)" in out and "+++ manifest.json (from spec.yaml)" in out
-    assert '-      "description": "List your memories, newest first, one page at a time.' in out
+    assert '-      "description": "List your memories, newest first.' in out
     assert '+      "description": "List your memories, oldest last.' in out
     assert "is stale" in err
     assert stale.read_bytes() == MANIFEST.read_bytes()  # --check never writes

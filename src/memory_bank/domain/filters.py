@@ -57,13 +57,9 @@ def parse(
         updated_after=instant(updated_after, "updated_after"),
         source=source,
     )
-    after, before = found.created_after, found.created_before
-    if after is not None and before is not None and before <= after:
-        raise InvalidRequest(
-            "created_before must be later than created_after (after is inclusive, before is "
-            "exclusive).",
-            field="created_before",
-        )
+    # A window that ends where it starts (or before) is valid and simply empty: the schema
+    # cannot state the order of two parameters, so refusing it would be a 400 for a
+    # schema-valid request.
     return found
 
 
