@@ -186,6 +186,13 @@ function narrowed(filters) {
   return filters.tags.length > 0 || Boolean(filters.createdAfter || filters.createdBefore);
 }
 
+/** How the server ranked a search, in words (the answer's `mode`). */
+const RANKED_BY = {
+  hybrid: "Ranked by meaning and words (hybrid).",
+  semantic: "Ranked by meaning (semantic).",
+  lexical: "Ranked by words only (lexical).",
+};
+
 /** Whose memories to show: "all", "user" (Personal) or "org" (Organisation). */
 function scopeFilter() {
   return document.querySelector('#scope-filter input[name="scope"]:checked')?.value || "all";
@@ -208,14 +215,18 @@ async function search(event) {
   setStatus(status, "Searching…");
   try {
     const filters = narrowFilter();
-    const { results } = await api.search(q, scopeFilter(), filters);
+    const { results, mode, unavailable = [] } = await api.search(q, scopeFilter(), filters);
     list.replaceChildren(...results.map((m) => cardFor(m, m.score)));
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
     const among = narrowed(filters) ? " among the filtered ones" : "";
-    setStatus(
-      status,
-      results.length ? `${count} “${q}”${among}, best first.` : `No memory matches “${q}”${among}.`,
-    );
+    const found = results.length
+      ? `${count} “${q}”${among}, best first.`
+      : `No memory matches “${q}”${among}.`;
+    // Only the org's rows can be missing (the caller's own would make the answer a 503).
+    const missing = unavailable.includes("org")
+      ? " Your organisation's memories could not be read just now."
+      : "";
+    setStatus(status, `${found} ${RANKED_BY[mode] ?? ""}${missing}`.trim());
   } catch (problem) {
     list.replaceChildren(); // stale cards under an error would read as results
     report(problem, status, () => search(event));
