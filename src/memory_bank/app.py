@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -23,6 +24,7 @@ from memory_bank.api import HANDLER_MODULES
 from memory_bank.domain import vector_jobs
 from memory_bank.domain.reindex import prepare
 from memory_bank.domain.semantic import from_settings
+from memory_bank.errors import ServiceUnavailable
 from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
 from memory_bank.http.body import BodyDeadlineMiddleware, BodyLimitMiddleware, ChunkedBodyMiddleware
 from memory_bank.http.headers import SecurityHeadersMiddleware
@@ -173,15 +175,24 @@ def _middleware(settings: Settings, state: AppState, app: Any) -> list[tuple[Any
 
 
 def _gauges(state: AppState) -> dict[str, tuple[str, float]]:
-    """What /metrics reads at scrape time: the embedding backlog, when semantic search is on.
+    """What /metrics reads at scrape time: the backends that do not answer (with several), and
+    the embedding backlog when semantic search is on.
 
-    A count over every owner, so it is the operator's (metrics), not /readyz's, which anyone
-    may call.
+    The backlog is a count over every owner, so it is the operator's (metrics), not /readyz's,
+    which anyone may call. While a backend is down it is left out rather than given short.
     """
-    if state.semantic is None:
-        return {}
-    text = "Memories waiting for an embedding, every owner's."
-    return {"memory_bank_embeddings_pending": (text, vector_jobs.pending(state.db))}
+    gauges: dict[str, tuple[str, float]] = {}
+    down: list[str] = []
+    if state.db.backends:
+        down = state.db.unreachable()
+        text = "Database backends that do not answer through the head."
+        gauges["memory_bank_backends_unreachable"] = (text, len(down))
+    if state.semantic is not None and not down:
+        text = "Memories waiting for an embedding, every owner's."
+        # A backend that went away since: no count rather than a short one.
+        with contextlib.suppress(ServiceUnavailable):
+            gauges["memory_bank_embeddings_pending"] = (text, vector_jobs.pending(state.db))
+    return gauges
 
 
 __all__ = ["EmbeddingsMisconfigured", "KeyProblem", "create_app", "state_of"]

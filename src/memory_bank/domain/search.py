@@ -18,7 +18,6 @@ from memory_bank.search.merge import merged
 from memory_bank.store import data_keys, shards
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
-from memory_bank.store.owners import is_org
 
 
 def find(
@@ -46,7 +45,8 @@ def find(
     # two, not their sum.
     pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
     with db.reading() as conn:
-        owners, unavailable = _reachable(db, conn, principal, acl.readable_owners(principal, scope))
+        readable = acl.readable_owners(principal, scope)
+        owners, unavailable = shards.reachable(conn, bool(db.backends), principal.user_id, readable)
         if pending is None or semantic is None:
             hits = _lexical(conn, owners, query, limit, only)
             return _shaped(hits, _rows(conn, owners, hits)), "lexical", unavailable
@@ -100,18 +100,6 @@ def _best(
     """The lexical answer out of the blend's BM25 candidates: each owner's best `limit`, merged
     (a ranking's first k are its top k)."""
     return merged(((o, ranking.hits[:limit]) for o, (ranking, _) in rankings.items()), limit)
-
-
-def _reachable(
-    db: Database, conn: Connection, principal: Principal, wanted: list[str]
-) -> tuple[list[str], list[str]]:
-    """The owners to search, and the scopes left out because the backend holding them is down
-    (with several backends only; the caller's own rows are never left out: without them the
-    answer is a 503)."""
-    if not db.backends:
-        return wanted, []
-    down = [o for o in wanted if o != principal.user_id and not shards.answers(conn, o)]
-    return [o for o in wanted if o not in down], ["org" if is_org(o) else "user" for o in down]
 
 
 def _lexical(
