@@ -108,8 +108,14 @@ class Windows:
         return 0.0 if stats.remaining > 0 else max(0.0, stats.reset_time - time.time())
 
     def mark(self, key: str, seconds: int) -> None:
-        """Set a mark that lasts `seconds`."""
-        self._run(lambda storage, limiter: storage.incr(key, seconds))
+        """Set a mark that lasts `seconds` from now."""
+
+        def work(storage: Storage, limiter: MovingWindowRateLimiter) -> None:
+            # Cleared first: an increment sets the expiry only when it creates the key.
+            storage.clear(key)
+            storage.incr(key, seconds)
+
+        self._run(work)
 
     def marked(self, key: str) -> bool:
         """Whether a mark is set."""
