@@ -19,7 +19,7 @@ LIMIT = 3
 
 
 # Per module: starting a server takes seconds, and each test uses keys of its own (the
-# failed-authentication test is the only one that fails any).
+# failed-authentication test, the only one that fails any, from a client of its own).
 @pytest.fixture(scope="module", params=["memory", "redis"])
 def hosts(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -31,6 +31,8 @@ def hosts(
         "MEMORY_BANK_RATE_LIMIT_STORAGE": storage,
         "MEMORY_BANK_RATE_LIMIT_PER_MINUTE": str(LIMIT),
         "MEMORY_BANK_AUTH_FAILURES_PER_MINUTE": "2",
+        # The load balancer in front of both: its X-Forwarded-For names the client.
+        "MEMORY_BANK_TRUSTED_PROXIES": "127.0.0.1",
     }
     servers: list[LiveServer] = []
     engine = sa.create_engine(url)
@@ -84,9 +86,10 @@ def test_a_key_is_limited_at_the_count_of_every_process_together(hosts):
 
 def test_failed_authentications_are_counted_by_every_process_together(hosts):
     storage, (one, two), engine = hosts
-    good = _key(engine, "bob")
+    client = {"X-Forwarded-For": "198.51.100.7"}
+    good = {**_key(engine, "bob"), **client}
     assert httpx.get(one + "/v1/memory", headers=good).status_code == 200
-    wrong = [{"Authorization": f"Bearer mb_{'x' * 40}{i:03d}"} for i in range(3)]
+    wrong = [{"Authorization": f"Bearer mb_{'x' * 40}{i:03d}", **client} for i in range(3)]
     codes = [
         httpx.get(base + "/v1/memory", headers=h).status_code
         for base, h in zip([one, two, one], wrong, strict=True)
@@ -99,3 +102,6 @@ def test_failed_authentications_are_counted_by_every_process_together(hosts):
     # The key that worked on the first process works on the second, which never saw it:
     # the client's spent allowance refuses only keys not known good anywhere.
     assert httpx.get(two + "/v1/memory", headers=good).status_code == 200
+    # Another client behind the same balancer has its own allowance.
+    other = {**wrong[0], "X-Forwarded-For": "198.51.100.8"}
+    assert httpx.get(two + "/v1/memory", headers=other).status_code == 401
