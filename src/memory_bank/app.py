@@ -80,6 +80,9 @@ def create_app(
     database = partial(_database, settings=settings)
     db = prepare(engine, database) if run_migrations else database(engine)
     spec = load_spec(spec_file)
+    secret = signing_secret(engine)
+    # A MEMORY_BANK_RATE_LIMIT_STORAGE that cannot work stops here (a ValueError).
+    limiter = ratelimit.Limiter.from_settings(settings, secret)
     # A bad MEMORY_BANK_EMBEDDINGS stops here too (EmbeddingsMisconfigured), model loaded.
     semantic = from_settings(settings)
     # Saves queue an embedding job from now on (the index rebuild above queues none).
@@ -87,13 +90,11 @@ def create_app(
     state = AppState(
         settings=settings,
         db=db,
-        secret=signing_secret(engine),
+        secret=secret,
         spec=spec,
         requirements=requirements(spec),
         semantic=semantic,
-        limiter=ratelimit.Limiter(
-            settings.rate_limit_per_minute, settings.auth_failures_per_minute
-        ),
+        limiter=limiter,
     )
     handlers = _handlers()
     missing = [op for op in state.requirements if op not in handlers]
