@@ -1,5 +1,6 @@
 """The closed-class words search_capabilities reads a phrase's shape with, in English, German,
-French and Spanish: no verbs and no nouns.
+French and Spanish: grammar, a few set phrases, and one class of verbs that says nothing about
+which capability (those that ask to see something); no nouns.
 
 What a phrase asks for is read from the capabilities' own text and the spec's example
 phrasings (mcp/ranking.py); these lists only say which words are grammar: which ones negate,
@@ -45,6 +46,32 @@ REQUEST_LEADS = _words(
 )
 # What follows one of these after a verb is the content, not the request: "note that ...".
 COMPLEMENTIZERS = _words("that dass que")
+# A later clause with one of these gives a new value for something the phrase drops: "scratch
+# the old number, the new one is ...", "vergiss die alte Adresse, die neue ist ...": an edit.
+REPLACEMENTS = _words(
+    """new instead
+    neu neue neuen neuer neues stattdessen
+    nouveau nouvel nouvelle nouveaux nouvelles plutot
+    nuevo nueva nuevos nuevas"""
+)
+# Set phrases read as the words they stand for: those that say "do not keep this" as a negated
+# verb, so the ranking declines as for "don't record that" ("off the record: ...", "unter uns").
+IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("off", "the", "record"): ("not", "record"),
+    # ... and set phrases that introduce something to keep: "for future reference, ...".
+    ("for", "future", "reference"): ("note",),
+    ("for", "the", "record"): ("note",),
+    ("just", "so", "you", "know"): ("note",),
+    ("fyi",): ("note",),
+    ("zur", "info"): ("notiere",),
+    ("pour", "info"): ("note",),
+    ("pour", "memoire"): ("note",),
+    ("para", "que", "conste"): ("anota",),
+    ("between", "us"): ("not", "record"),
+    ("unter", "uns"): ("nicht", "speichern"),
+    ("entre", "nous"): ("ne", "retiens", "pas"),
+    ("entre", "nosotros"): ("no", "guardes"),
+}
 # Clause boundaries besides punctuation: "denk dran und vergiss es nicht".
 CONJUNCTIONS = _words("and but und aber et mais y pero")
 # Words for "all of it": one word to the ranker, in every language ("alle", "todas").
@@ -77,6 +104,11 @@ STOP |= _words(
     """what which whom whose when where why how welche welcher welches was wann wo warum wie
     quoi quel quelle quels quelles quand ou pourquoi comment cual cuales cuando donde como"""
 )
+# Verbs that only ask to see something, one word in every language (by how they start), so
+# that what is to be seen decides: "Enséñame el historial" is about the history.
+VERB_CLASSES = {
+    "show": ("show", "display", "zeig", "anzeig", "montre", "affich", "muestr", "ensen"),
+}
 # The product's own name says nothing about what to do with it.
 PRODUCT_NAMES = (("memory", "bank"), ("memory-bank",))
 # English contractions, spelled out so "don't" negates and "what's" asks.

@@ -11,10 +11,15 @@ clauses, which of them are negated, whether it asks, what part is the content to
 and words no capability uses (its topic). Negation and correction are then handled
 explicitly:
 
+- a negated clause that matches a negated example means what that example's capability does
+  ("don't remember that" is one of the delete's examples), unless the phrase also declines the
+  save it would undo ("between us, no need to remember it");
 - a negated "forget" is a save ("don't forget ...", "vergiss nicht, dass ...");
 - any other negated action is declined ("never mind, don't save that"): no capability, unless
   another clause asks for a different one ("you shouldn't have kept that, delete it");
-- a contrast ("the 19th, not the 18th") is a correction: an edit.
+- a contrast ("the 19th, not the 18th"), or a later clause giving a new value ("scratch the
+  old number, the new one is ..."), is a correction: an edit;
+- a question about adding to a collection ("what did I save last week?") reads it.
 
 A phrase that names no action but has a topic goes to the capability the spec marks
 `x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
@@ -48,6 +53,8 @@ PROFILE_WEIGHT = 0.3
 ACTION_FLOOR = 0.25
 # What the explicit rules add: a negated "forget", a contrast, an id of the right kind.
 KEEP_BONUS, CORRECTION_BONUS, ID_BONUS = 1.0, 0.35, 0.3
+# How close a negated clause must be to a negated example to mean what that example does.
+NEGATION_MATCH = 0.8
 # What an id leaves of a capability that takes no id of its kind.
 NO_ID_FACTOR = 0.5
 # What a question leaves of a capability that changes something.
@@ -82,7 +89,17 @@ def _split_words(segment: str) -> list[str]:
             out.append(token[:-2])
         else:
             out.append(token.replace("'", ""))
-    return ["all" if word in lexicon.ALL else word for word in out]
+    return [_canonical(word) for word in out]
+
+
+def _canonical(word: str) -> str:
+    """One word for a class of words that says the same in every language ("all", "show")."""
+    if word in lexicon.ALL:
+        return "all"
+    for canonical, prefixes in lexicon.VERB_CLASSES.items():
+        if word.startswith(prefixes):
+            return canonical
+    return word
 
 
 @dataclass(frozen=True)
@@ -160,13 +177,18 @@ def _commands(words: list[str]) -> bool:
 
 
 def _without_names(words: list[str]) -> list[str]:
-    """The words with the product's own name read as what it holds ("my memory bank")."""
+    """The words with the product's own name read as what it holds ("my memory bank") and set
+    phrases read as what they say ("off the record" is "not record")."""
     out: list[str] = []
     i = 0
+    replacements: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
+        (name, ("memory",)) for name in lexicon.PRODUCT_NAMES
+    ]
+    replacements += list(lexicon.IDIOMS.items())
     while i < len(words):
-        for name in lexicon.PRODUCT_NAMES:
+        for name, meaning in replacements:
             if tuple(words[i : i + len(name)]) == name:
-                out.append("memory")
+                out.extend(meaning)
                 i += len(name)
                 break
         else:
@@ -236,14 +258,27 @@ class _Index:
     def __init__(self, capabilities: tuple[Capability, ...]) -> None:
         self.capabilities = capabilities
         self.documents: list[_Document] = []
+        # The negated clauses of examples that say something by negating ("don't forget ..."):
+        # what a phrase's negated clause means when it matches one of them.
+        self.negated: list[_Document] = []
         self.profiles: dict[str, dict[str, float]] = {}
         self.words: set[str] = set()
         self.stems: set[str] = set()
         for capability in capabilities:
             profile: dict[str, float] = {}
             for text in _texts(capability):
-                bag = _phrase_bag(parse(text), self._topic_of_example(text))
+                shape = parse(text)
+                # A negated clause says what the example does by what it refuses: it is
+                # matched against a phrase's negated clauses only.
+                refused = frozenset(i for i, c in enumerate(shape.clauses) if c.negated)
+                bag = _phrase_bag(shape, self._topic_of_example(text), refused)
                 self.documents.append(_Document(capability, bag))
+                for position in refused:
+                    clause_bag = _clause_bag(shape.clauses[position])
+                    self.negated.append(_Document(capability, clause_bag))
+                    # Its words count for rarity, though not for the capability's profile.
+                    for feature in clause_bag:
+                        profile.setdefault(feature, 0.0)
                 for feature, value in bag.items():
                     profile[feature] = profile.get(feature, 0.0) + value
                 for word in parse(text).words:
@@ -261,6 +296,9 @@ class _Index:
             _Document(d.capability, self._weighted(d.bag)) for d in self.documents if d.bag
         ]
         self.profiles = {name: self._weighted(p) for name, p in self.profiles.items()}
+        self.negated = [
+            _Document(d.capability, self._weighted(d.bag)) for d in self.negated if d.bag
+        ]
 
     @staticmethod
     def _topic_of_example(text: str) -> bool:
@@ -276,6 +314,16 @@ class _Index:
     def known(self, word: str) -> bool:
         """Whether some capability's text uses this word (or its stem)."""
         return word in self.words or word[:5] in self.stems
+
+    def negation_meaning(self, clause: Clause) -> tuple[Capability | None, float]:
+        """The capability whose example negates the way this clause does, and how closely."""
+        query = self._weighted(_clause_bag(clause))
+        best: tuple[Capability | None, float] = (None, 0.0)
+        for document in self.negated:
+            similarity = _dot(query, document.bag)
+            if similarity > best[1]:
+                best = (document.capability, similarity)
+        return best
 
     def scores(self, bag: dict[str, float]) -> dict[str, float]:
         """Each capability's similarity to a phrase's features."""
@@ -304,6 +352,11 @@ def _texts(capability: Capability) -> list[str]:
     title = str(capability.definition.get("title", ""))
     summary = str(capability.definition.get("description", "")).partition(". ")[0]
     return [t for t in (title, summary, *capability.examples) if t.strip()]
+
+
+def _clause_bag(clause: Clause) -> dict[str, float]:
+    """The features of a clause's words that can say what to do."""
+    return _bag((word, 1.0) for word in clause.words if _meaningful(word))
 
 
 def _phrase_bag(
@@ -389,8 +442,14 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         scores = {name: value * coverage**0.75 for name, value in scores.items()}
     declined: Capability | None = None
     kept = False
+    meanings: list[tuple[Capability, float]] = []
     for position in sorted(negated):
         clause = phrase.clauses[position]
+        meant, similarity = index.negation_meaning(clause)
+        if meant is not None and similarity >= NEGATION_MATCH:
+            # The spec says what this negation means ("don't remember that" forgets).
+            meanings.append((meant, similarity))
+            continue
         alone = Phrase((Clause(clause.words, False, False, False),), False, frozenset())
         clause_scores = index.scores(_phrase_bag(alone, False, frozenset(), index))
         # What a negation refuses is a change ("don't save", "vergiss nicht"): reads aside.
@@ -406,15 +465,31 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         else:
             declined = by_name[top]
             scores[top] = min(scores[top], 0.0)
-    if any(c.contrast for c in phrase.clauses):
+    for meant, similarity in meanings:
+        # Declining a save and saying not to remember it ("between us, no need to remember
+        # it") forgets nothing: nothing was saved.
+        if declined is not None and _keeper(meant, index.capabilities) is declined:
+            continue
+        scores[meant.name] += KEEP_BONUS + similarity
+        kept = True
+    replaced = any(
+        i > 0 and not c.content and not lexicon.REPLACEMENTS.isdisjoint(c.words)
+        for i, c in enumerate(phrase.clauses)
+    )
+    if any(c.contrast for c in phrase.clauses) or (replaced and not phrase.question):
         for capability in index.capabilities:
             if capability.method == "PATCH":
                 scores[capability.name] += CORRECTION_BONUS
     if phrase.question:
-        # A question asks to be told something, not to change anything.
+        # A question asks to be told something, not to change anything: a question about a
+        # change to a collection ("what did I save last week?") asks to read that collection.
         for capability in index.capabilities:
-            if capability.method != "GET":
-                scores[capability.name] *= QUESTION_CHANGE_FACTOR
+            if capability.method == "GET":
+                continue
+            reader = _reader(capability, index.capabilities)
+            if reader is not None:
+                scores[reader.name] = max(scores[reader.name], scores[capability.name])
+            scores[capability.name] *= QUESTION_CHANGE_FACTOR
     if phrase.ids:
         # An id says which kind of thing the phrase is about: a tool taking no such id is
         # unlikely.
@@ -454,6 +529,13 @@ def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
         (c for c in capabilities if c.method == "POST" and c.path == collection and c.reachable),
         None,
     )
+
+
+def _reader(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
+    """For a capability that adds to a collection (POST on it), the one that lists it (GET)."""
+    if capability.method != "POST":
+        return None
+    return next((c for c in capabilities if c.method == "GET" and c.path == capability.path), None)
 
 
 def _id_prefixes(capability: Capability) -> frozenset[str]:
