@@ -109,6 +109,38 @@ STOP |= _words(
 VERB_CLASSES = {
     "show": ("show", "display", "zeig", "anzeig", "montre", "affich", "muestr", "ensen"),
 }
+# Words that point at one thing already in view ("that memory", "diesen Eintrag", "cette
+# note", "esa nota"): with a noun the spec's examples use for an item, the phrase is about one.
+DEMONSTRATIVES = _words(
+    """this that these those dies diese diesen dieser dieses ce cet cette ces ese esa este esta
+    esos esas estos estas"""
+)
+# The nouns for one stored thing (a memory, a draft): after a demonstrative they say the phrase
+# is about one the agent has in view; which kind each names comes from the spec's examples.
+ITEMS = _words(
+    """memory note entry record draft
+    erinnerung notiz eintrag entwurf
+    souvenir memoire entree brouillon
+    recuerdo nota memoria entrada borrador"""
+)
+# Spanish pronouns written onto an imperative ("bórralo", "guárdalo", "muéstramelo"), longest
+# first: the verb without them is what the examples spell.
+ENCLITICS = tuple(
+    sorted(
+        _words(
+            """selos selas melos melas telos telas noslo nosla selo sela melo mela telo tela
+            nos los las les me te se lo la le"""
+        ),
+        key=lambda pronoun: (-len(pronoun), pronoun),
+    )
+)
+# When something was saved or changed: a filter, never the user's own subject.
+TIME = _words(
+    """yesterday today tonight week weeks month months year ago since recently lately earlier
+    gestern vorgestern heute woche wochen monat monaten jahr seit kurzlich neulich
+    hier aujourd aujourdhui semaine semaines mois annee depuis recemment
+    ayer anteayer hoy semana semanas mes meses ano desde recientemente pasada pasado"""
+)
 # The product's own name says nothing about what to do with it.
 PRODUCT_NAMES = (("memory", "bank"), ("memory-bank",))
 # English contractions, spelled out so "don't" negates and "what's" asks.

@@ -228,6 +228,7 @@ def _meaningful(word: str) -> bool:
     return (
         word not in lexicon.STOP
         and word not in lexicon.NEGATIONS
+        and word not in lexicon.TIME
         and word != _SLOT
         and not word.isdigit()
         and _ID.match(word) is None
@@ -261,6 +262,7 @@ class _Index:
         # The negated clauses of examples that say something by negating ("don't forget ..."):
         # what a phrase's negated clause means when it matches one of them.
         self.negated: list[_Document] = []
+        self.negated_leads: list[tuple[str, ...]] = []
         self.profiles: dict[str, dict[str, float]] = {}
         self.words: set[str] = set()
         self.stems: set[str] = set()
@@ -274,10 +276,11 @@ class _Index:
                 bag = _phrase_bag(shape, self._topic_of_example(text), refused)
                 self.documents.append(_Document(capability, bag))
                 for position in refused:
-                    clause_bag = _clause_bag(shape.clauses[position])
-                    self.negated.append(_Document(capability, clause_bag))
+                    negation_bag = _negation_bag(shape.clauses[position])
+                    self.negated.append(_Document(capability, negation_bag))
+                    self.negated_leads.append(_negation_lead(shape.clauses[position]))
                     # Its words count for rarity, though not for the capability's profile.
-                    for feature in clause_bag:
+                    for feature in negation_bag:
                         profile.setdefault(feature, 0.0)
                 for feature, value in bag.items():
                     profile[feature] = profile.get(feature, 0.0) + value
@@ -296,9 +299,15 @@ class _Index:
             _Document(d.capability, self._weighted(d.bag)) for d in self.documents if d.bag
         ]
         self.profiles = {name: self._weighted(p) for name, p in self.profiles.items()}
-        self.negated = [
-            _Document(d.capability, self._weighted(d.bag)) for d in self.negated if d.bag
-        ]
+        self.negated = [_Document(d.capability, self._weighted(d.bag)) for d in self.negated]
+        # The kinds of id (mem, mdr) each item noun stands for: those of the capabilities
+        # whose examples use it.
+        self.items: dict[str, frozenset[str]] = {}
+        for capability in capabilities:
+            kinds = _id_prefixes(capability)
+            used = {w for text in capability.examples for w in parse(text).words}
+            for noun in lexicon.ITEMS & used if kinds else ():
+                self.items[noun] = self.items.get(noun, frozenset()) | kinds
 
     @staticmethod
     def _topic_of_example(text: str) -> bool:
@@ -311,16 +320,36 @@ class _Index:
         norm = math.sqrt(sum(v * v for v in out.values()))
         return {f: v / norm for f, v in out.items()} if norm else {}
 
+    def spelled(self, word: str) -> tuple[str, ...]:
+        """A word as the capabilities' text spells it: a Spanish imperative without its
+        pronouns ("bórralo" is "borra"), a compound of two known words ("Änderungsverlauf" is
+        "anderung verlauf"); unchanged when none fits."""
+        if word in self.words or len(word) < 5:
+            return (word,)
+        for pronoun in lexicon.ENCLITICS:
+            bare = word[: -len(pronoun)]
+            if word.endswith(pronoun) and bare in self.words:
+                return (bare,)
+        if len(word) >= 9:
+            # German puts the head last: a known tail after a known head (with or without
+            # the linking "s" of "Änderungs-").
+            for cut in range(4, len(word) - 4):
+                head, tail = word[:cut], word[cut:]
+                if tail in self.words and (head in self.words or head[:-1] in self.words):
+                    return (head if head in self.words else head[:-1], tail)
+        return (word,)
+
     def known(self, word: str) -> bool:
         """Whether some capability's text uses this word (or its stem)."""
         return word in self.words or word[:5] in self.stems
 
     def negation_meaning(self, clause: Clause) -> tuple[Capability | None, float]:
         """The capability whose example negates the way this clause does, and how closely."""
-        query = self._weighted(_clause_bag(clause))
+        query = self._weighted(_negation_bag(clause))
+        lead = _negation_lead(clause)
         best: tuple[Capability | None, float] = (None, 0.0)
-        for document in self.negated:
-            similarity = _dot(query, document.bag)
+        for document, document_lead in zip(self.negated, self.negated_leads, strict=True):
+            similarity = _dot(query, document.bag) if lead == document_lead else 0.0
             if similarity > best[1]:
                 best = (document.capability, similarity)
         return best
@@ -354,9 +383,22 @@ def _texts(capability: Capability) -> list[str]:
     return [t for t in (title, summary, *capability.examples) if t.strip()]
 
 
-def _clause_bag(clause: Clause) -> dict[str, float]:
-    """The features of a clause's words that can say what to do."""
+def _negation_bag(clause: Clause) -> dict[str, float]:
+    """The features of a negated clause's words that can say what to do."""
     return _bag((word, 1.0) for word in clause.words if _meaningful(word))
+
+
+def _negation_lead(clause: Clause) -> tuple[str, ...]:
+    """How a negated clause opens, up to its negation, polite words aside: "don't remember
+    that" opens with ("do", "not"), "you don't need to remember this" with ("you", "do",
+    "not"), which is no instruction to forget."""
+    words = list(clause.words)
+    while words and words[0] in lexicon.REQUEST_LEADS:
+        words.pop(0)
+    for position, word in enumerate(words):
+        if word in lexicon.NEGATIONS:
+            return tuple(words[: position + 1])
+    return ()
 
 
 def _phrase_bag(
@@ -419,12 +461,27 @@ def _index(manifest: Manifest) -> _Index:
     return cached[1]
 
 
+def _respelled(phrase: Phrase, index: _Index) -> Phrase:
+    """A phrase with its words spelled as the capabilities' text spells them."""
+    clauses = tuple(
+        Clause(
+            tuple(part for word in c.words for part in index.spelled(word)),
+            c.negated,
+            c.contrast,
+            c.content,
+        )
+        for c in phrase.clauses
+    )
+    return Phrase(clauses, phrase.question, phrase.ids)
+
+
 def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
     """What a phrase asks for among a manifest's capabilities and other operations."""
     phrase = parse(query)
     if not any(_meaningful(w) or _ID.match(w) for w in phrase.words):
         return Answer(())
     index = _index(manifest)
+    phrase = _respelled(phrase, index)
     by_name = {c.name: c for c in index.capabilities}
     negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
     scores = index.scores(_phrase_bag(phrase, False, negated, index))
@@ -472,11 +529,17 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
             continue
         scores[meant.name] += KEEP_BONUS + similarity
         kept = True
-    replaced = any(
-        i > 0 and not c.content and not lexicon.REPLACEMENTS.isdisjoint(c.words)
-        for i, c in enumerate(phrase.clauses)
+    # Dropping something and giving a new value for it is a correction: "scratch the old
+    # number, the new one is ...".
+    replaced = (
+        not phrase.question
+        and by_name[max(scores, key=lambda name: scores[name])].method == "DELETE"
+        and any(
+            i > 0 and not c.content and not lexicon.REPLACEMENTS.isdisjoint(c.words)
+            for i, c in enumerate(phrase.clauses)
+        )
     )
-    if any(c.contrast for c in phrase.clauses) or (replaced and not phrase.question):
+    if replaced or any(c.contrast for c in phrase.clauses):
         for capability in index.capabilities:
             if capability.method == "PATCH":
                 scores[capability.name] += CORRECTION_BONUS
@@ -497,6 +560,13 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
             if phrase.ids & _id_prefixes(capability):
                 scores[capability.name] += ID_BONUS
             else:
+                scores[capability.name] *= NO_ID_FACTOR
+    elif referred := _referred(phrase, index):
+        # So does "that memory", "ce brouillon": one thing in view, not a collection.
+        for capability in index.capabilities:
+            if referred & _id_prefixes(capability):
+                scores[capability.name] += ID_BONUS
+            elif "{" not in capability.path:
                 scores[capability.name] *= NO_ID_FACTOR
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
@@ -529,6 +599,18 @@ def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
         (c for c in capabilities if c.method == "POST" and c.path == collection and c.reachable),
         None,
     )
+
+
+def _referred(phrase: Phrase, index: _Index) -> frozenset[str]:
+    """The kinds of id a phrase points at with a demonstrative ("that memory", "ce brouillon")."""
+    found: set[str] = set()
+    for clause in phrase.clauses:
+        if clause.content:
+            continue
+        for word, after in zip(clause.words, clause.words[1:], strict=False):
+            if word in lexicon.DEMONSTRATIVES:
+                found.update(index.items.get(after, ()))
+    return frozenset(found)
 
 
 def _reader(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
