@@ -134,6 +134,14 @@ ENCLITICS = tuple(
         key=lambda pronoun: (-len(pronoun), pronoun),
     )
 )
+# Endings that inflect a verb or a noun ("merken", "looked", "guardes"), longest first: a word
+# the spec spells plus one of them is that word.
+ENDINGS = tuple(
+    sorted(
+        _words("s es ed d ing e en n t st et te ten er ez ent ons o a as an ar ir"),
+        key=lambda ending: (-len(ending), ending),
+    )
+)
 # When something was saved or changed: a filter, never the user's own subject.
 TIME = _words(
     """yesterday today tonight week weeks month months year ago since recently lately earlier

@@ -53,6 +53,8 @@ PROFILE_WEIGHT = 0.3
 ACTION_FLOOR = 0.25
 # What the explicit rules add: a negated "forget", a contrast, an id of the right kind.
 KEEP_BONUS, CORRECTION_BONUS, ID_BONUS = 1.0, 0.35, 0.3
+# How clearly a negated clause must say "forget" to be read as "remember".
+KEEP_FLOOR = 0.5
 # How close a negated clause must be to a negated example to mean what that example does.
 NEGATION_MATCH = 0.8
 # What an id leaves of a capability that takes no id of its kind.
@@ -330,6 +332,11 @@ class _Index:
             bare = word[: -len(pronoun)]
             if word.endswith(pronoun) and bare in self.words:
                 return (bare,)
+        # An inflected form of a known word: "merken" of "merk", "looked" of "look".
+        for ending in lexicon.ENDINGS:
+            bare = word[: -len(ending)]
+            if word.endswith(ending) and len(bare) >= 4 and bare in self.words:
+                return (bare,)
         if len(word) >= 9:
             # German puts the head last: a known tail after a known head (with or without
             # the linking "s" of "Änderungs-").
@@ -462,17 +469,22 @@ def _index(manifest: Manifest) -> _Index:
 
 
 def _respelled(phrase: Phrase, index: _Index) -> Phrase:
-    """A phrase with its words spelled as the capabilities' text spells them."""
-    clauses = tuple(
-        Clause(
-            tuple(part for word in c.words for part in index.spelled(word)),
-            c.negated,
-            c.contrast,
-            c.content,
+    """A phrase with its words spelled as the capabilities' text spells them, and a negation
+    of nothing but the user's own words read as a contrast ("I meant Thursday, not Tuesday")."""
+    clauses = []
+    for clause in phrase.clauses:
+        words = tuple(part for word in clause.words for part in index.spelled(word))
+        rest = [w for w in words[1:] if _meaningful(w)]
+        valued = (
+            clause.negated
+            and words[0] in lexicon.NEGATIONS
+            and bool(rest)
+            and not any(index.known(w) for w in rest)
         )
-        for c in phrase.clauses
-    )
-    return Phrase(clauses, phrase.question, phrase.ids)
+        clauses.append(
+            Clause(words, clause.negated and not valued, clause.contrast or valued, clause.content)
+        )
+    return Phrase(tuple(clauses), phrase.question, phrase.ids)
 
 
 def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
@@ -515,13 +527,15 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         if value < ACTION_FLOOR:
             continue
         keeper = _keeper(by_name[top], index.capabilities)
-        if keeper is not None:
+        if keeper is not None and value >= KEEP_FLOOR:
             # Not forgetting is remembering: "don't forget ...", "vergiss nicht, dass ...".
             scores[keeper.name] += KEEP_BONUS + value
             kept = True
         else:
-            declined = by_name[top]
-            scores[top] = min(scores[top], 0.0)
+            # A negated verb that is no clear "forget" refuses the change, and the safe
+            # reading of a vague one ("no memorices esto") is not to save: nothing to do.
+            declined = keeper or by_name[top]
+            scores[declined.name] = min(scores[declined.name], 0.0)
     for meant, similarity in meanings:
         # Declining a save and saying not to remember it ("between us, no need to remember
         # it") forgets nothing: nothing was saved.
