@@ -72,6 +72,10 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("entre", "nous"): ("ne", "retiens", "pas"),
     ("entre", "nosotros"): ("no", "guardes"),
 }
+# English prepositions: "that" before one is a pronoun ("put that in memory"), no clause.
+PREPOSITIONS = _words("in on at for to of from with about into onto by as over under")
+# English auxiliaries written onto a word ("I'd", "we'll"), spelled out.
+CLITICS = {"d": "would", "ll": "will", "re": "are", "ve": "have", "m": "am"}
 # Clause boundaries besides punctuation: "denk dran und vergiss es nicht".
 CONJUNCTIONS = _words("and but und aber et mais y pero")
 # Words for "all of it": one word to the ranker, in every language ("alle", "todas").

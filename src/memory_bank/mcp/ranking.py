@@ -53,6 +53,9 @@ PROFILE_WEIGHT = 0.3
 ACTION_FLOOR = 0.25
 # What the explicit rules add: a negated "forget", a contrast, an id of the right kind.
 KEEP_BONUS, CORRECTION_BONUS, ID_BONUS = 1.0, 0.35, 0.3
+# Below this share of words the capabilities know, a question is about the user's subject
+# (a search), and the search leads the rest by this much.
+TOPICAL, TOPICAL_MARGIN = 0.5, 0.05
 # How clearly a negated clause must say "forget" to be read as "remember".
 KEEP_FLOOR = 0.5
 # How close a negated clause must be to a negated example to mean what that example does.
@@ -66,6 +69,7 @@ _BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s)")
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
 _ID = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
 _ID_HINT = re.compile(r"\b([a-z][a-z0-9]*)_\.\.\.")
+_CLITIC = re.compile(r"^([a-z]+)'(d|ll|re|ve|m)$")
 _ELISION = re.compile(r"^(l|d|j|t|s|m|n|c|qu)'(.+)$")
 
 
@@ -83,6 +87,11 @@ def _split_words(segment: str) -> list[str]:
     for token in _WORD.findall(segment):
         if token in lexicon.CONTRACTIONS:
             out.extend(lexicon.CONTRACTIONS[token].split())
+            continue
+        clitic = _CLITIC.match(token)
+        if clitic:
+            # "I'd", "we'll", "they're": the word and the auxiliary, not the word "id".
+            out.extend((clitic.group(1), lexicon.CLITICS[clitic.group(2)]))
             continue
         elided = _ELISION.match(token)
         if elided:
@@ -170,7 +179,10 @@ def _introduces(word: str, rest: list[str]) -> bool:
         return False
     if word != "that":
         return True
-    return bool(rest) and (rest[0] in lexicon.STOP or len(rest) >= 3)
+    # Not before a preposition or an item's noun: "put that in memory", "make that memory".
+    if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
+        return False
+    return rest[0] in lexicon.STOP or len(rest) >= 3
 
 
 def _commands(words: list[str]) -> bool:
@@ -468,12 +480,23 @@ def _index(manifest: Manifest) -> _Index:
     return cached[1]
 
 
+def _joined(words: tuple[str, ...], index: _Index) -> list[str]:
+    """Two words the capabilities' text writes as one ("back up" is "backup")."""
+    out: list[str] = []
+    for word in words:
+        if out and out[-1] + word in index.words:
+            out[-1] += word
+        else:
+            out.append(word)
+    return out
+
+
 def _respelled(phrase: Phrase, index: _Index) -> Phrase:
     """A phrase with its words spelled as the capabilities' text spells them, and a negation
     of nothing but the user's own words read as a contrast ("I meant Thursday, not Tuesday")."""
     clauses = []
     for clause in phrase.clauses:
-        words = tuple(part for word in clause.words for part in index.spelled(word))
+        words = tuple(part for word in _joined(clause.words, index) for part in index.spelled(word))
         rest = [w for w in words[1:] if _meaningful(w)]
         valued = (
             clause.negated
@@ -506,9 +529,14 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         for w in c.words
         if _meaningful(w)
     ]
-    if asked:
-        coverage = sum(index.known(w) for w in asked) / len(asked)
-        scores = {name: value * coverage**0.75 for name, value in scores.items()}
+    coverage = sum(index.known(w) for w in asked) / len(asked) if asked else 1.0
+    scores = {name: value * coverage**0.75 for name, value in scores.items()}
+    # A question mostly in the user's own words asks what is known about them: "what time is
+    # my dentist appointment?", "who owns the billing service?".
+    # Not one about a memory in view: "what did that note say at first?".
+    topical = (
+        phrase.question and coverage < TOPICAL and not phrase.ids and not _referred(phrase, index)
+    )
     declined: Capability | None = None
     kept = False
     meanings: list[tuple[Capability, float]] = []
@@ -585,10 +613,9 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
         return Answer((), declined)
-    if best < ACTION_FLOOR and not kept:
-        fallback = next((c for c in index.capabilities if c.fallback), None)
-        if fallback is not None:
-            scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR)
+    fallback = next((c for c in index.capabilities if c.fallback), None)
+    if fallback is not None and not kept and (best < ACTION_FLOOR or topical):
+        scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR, best + TOPICAL_MARGIN)
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
