@@ -37,6 +37,8 @@ QUESTION_LEADS = _words(
     qu quoi quel quelle quels quelles qui quand ou pourquoi comment est
     cual cuales quien quienes cuando donde como"""
 )
+# Subject pronouns a question or request may open with before its verb ("tu peux ...").
+SUBJECTS = _words("you du ihr sie tu vous usted ustedes")
 # ... unless it is a polite request for an action: "can you save that?", "kannst du ...".
 REQUEST_LEADS = _words(
     """can could would will please
@@ -142,16 +144,17 @@ ENCLITICS = tuple(
 # the spec spells plus one of them is that word.
 ENDINGS = tuple(
     sorted(
-        _words("s es ed d ing e en n t st et te ten er ez ent ons o a as an ar ir"),
+        _words("s es ed d ing e en n t st et te ten r er ez ent ons o a as an ar ir"),
         key=lambda ending: (-len(ending), ending),
     )
 )
 # When something was saved or changed: a filter, never the user's own subject.
 TIME = _words(
     """yesterday today tonight week weeks month months year ago since recently lately earlier
-    gestern vorgestern heute woche wochen monat monaten jahr seit kurzlich neulich
-    hier aujourd aujourdhui semaine semaines mois annee depuis recemment
-    ayer anteayer hoy semana semanas mes meses ano desde recientemente pasada pasado"""
+    gestern vorgestern heute woche wochen monat monaten jahr seit kurzlich neulich bisher
+    hier aujourd aujourdhui semaine semaines mois annee depuis recemment jusqu ici
+    ayer anteayer hoy semana semanas mes meses ano desde recientemente pasada pasado hasta
+    ahora"""
 )
 # The product's own name says nothing about what to do with it.
 PRODUCT_NAMES = (("memory", "bank"), ("memory-bank",))

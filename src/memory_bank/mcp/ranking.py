@@ -144,7 +144,9 @@ def parse(text: str) -> Phrase:
     # Pieces of text at even positions, the punctuation between them at odd ones.
     pieces = _BOUNDARY.split(folded)
     flat = [w for piece in pieces[::2] for w in _without_names(_split_words(piece))]
-    first = flat[0] if flat else ""
+    # "Tu peux noter ...", "du kannst ...": the verb after a subject pronoun leads.
+    lead = flat[1:] if flat[:1] and flat[0] in lexicon.SUBJECTS else flat
+    first = lead[0] if lead else ""
     asks = folded.strip().endswith("?") or "\u00bf" in text or first in lexicon.QUESTION_LEADS
     question = asks and first not in lexicon.REQUEST_LEADS and not _commands(flat)
     clauses: list[Clause] = []
