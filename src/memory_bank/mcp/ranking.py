@@ -346,8 +346,9 @@ class _Index:
             bare = word[: -len(pronoun)]
             if word.endswith(pronoun) and bare in self.words:
                 return (bare,)
-        # An inflected form of a known word: "merken" of "merk", "looked" of "look".
-        for ending in lexicon.ENDINGS:
+        # An inflected form of a known word its stem does not find: "merken" of "merk",
+        # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
+        for ending in () if word[:5] in self.stems else lexicon.ENDINGS:
             bare = word[: -len(ending)]
             if word.endswith(ending) and len(bare) >= 4 and bare in self.words:
                 return (bare,)
