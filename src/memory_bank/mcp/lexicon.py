@@ -78,6 +78,8 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
 PREPOSITIONS = _words("in on at for to of from with about into onto by as over under")
 # English auxiliaries written onto a word ("I'd", "we'll"), spelled out.
 CLITICS = {"d": "would", "ll": "will", "re": "are", "ve": "have", "m": "am"}
+# What an HTTP method does to what its path names, as the verb people use for it.
+METHOD_VERBS = {"POST": "create", "PUT": "set", "PATCH": "update", "DELETE": "delete"}
 # Clause boundaries besides punctuation: "denk dran und vergiss es nicht".
 CONJUNCTIONS = _words("and but und aber et mais y pero")
 # Words for "all of it": one word to the ranker, in every language ("alle", "todas").
@@ -128,6 +130,13 @@ ITEMS = _words(
     erinnerung notiz eintrag entwurf
     souvenir memoire entree brouillon
     recuerdo nota memoria entrada borrador"""
+)
+# The same nouns in the plural: a phrase about several is about a collection, not one item.
+PLURAL_ITEMS = _words(
+    """memories notes entries records drafts
+    erinnerungen notizen eintrage entwurfe
+    souvenirs memoires entrees brouillons
+    recuerdos notas memorias entradas borradores"""
 )
 # Spanish pronouns written onto an imperative ("bórralo", "guárdalo", "muéstramelo"), longest
 # first: the verb without them is what the examples spell.

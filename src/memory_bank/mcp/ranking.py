@@ -337,11 +337,17 @@ class _Index:
         return {f: v / norm for f, v in out.items()} if norm else {}
 
     def spelled(self, word: str) -> tuple[str, ...]:
-        """A word as the capabilities' text spells it: a Spanish imperative without its
-        pronouns ("bórralo" is "borra"), a compound of two known words ("Änderungsverlauf" is
-        "anderung verlauf"); unchanged when none fits."""
+        """A word as the capabilities' text spells it: in the other English spelling, a
+        Spanish imperative without its pronouns ("bórralo" is "borra"), a compound of two known
+        words ("Änderungsverlauf" is "anderung verlauf"), without an inflection; unchanged when
+        none fits."""
         if word in self.words or len(word) < 5:
             return (word,)
+        # British and American spellings: "organization" is "organisation", "memorise" is
+        # "memorize".
+        for one, other in (("iz", "is"), ("is", "iz")):
+            if one in word and word.replace(one, other) in self.words:
+                return (word.replace(one, other),)
         for pronoun in lexicon.ENCLITICS:
             bare = word[: -len(pronoun)]
             if word.endswith(pronoun) and bare in self.words:
@@ -399,10 +405,26 @@ def _dot(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 def _texts(capability: Capability) -> list[str]:
-    """The documents of a capability: its title, its summary and the spec's examples."""
+    """The documents of a capability: its title, its summary, what its HTTP binding says it
+    does, and the spec's examples."""
     title = str(capability.definition.get("title", ""))
     summary = str(capability.definition.get("description", "")).partition(". ")[0]
-    return [t for t in (title, summary, *capability.examples) if t.strip()]
+    return [t for t in (title, summary, _binding(capability), *capability.examples) if t.strip()]
+
+
+def _binding(capability: Capability) -> str:
+    """What a change's method and path say it does, as words: POST on a collection creates
+    one ("create memory"), PATCH updates, DELETE deletes, POST on an action runs it
+    ("confirm drafts"). Reads say nothing their title does not."""
+    segments = [s for s in capability.path.strip("/").split("/")[1:] if s]
+    # One item's noun: the path names the collection ("drafts"), the change acts on one.
+    literal = [s[:-1] if s.endswith("s") else s for s in segments if not s.startswith("{")]
+    if capability.method == "GET" or not literal:
+        return ""
+    if capability.method == "POST" and len(segments) > 1 and segments[-2].startswith("{"):
+        # POST /drafts/{id}/confirm: the last segment is the action, on what is before it.
+        return f"{literal[-1]} {literal[-2] if len(literal) > 1 else ''}".strip()
+    return f"{lexicon.METHOD_VERBS.get(capability.method, '')} {literal[-1]}".strip()
 
 
 def _negation_bag(clause: Clause) -> dict[str, float]:
@@ -612,6 +634,14 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
             if referred & _id_prefixes(capability):
                 scores[capability.name] += ID_BONUS
             elif "{" not in capability.path:
+                scores[capability.name] *= NO_ID_FACTOR
+    elif not lexicon.PLURAL_ITEMS.isdisjoint(phrase.words) and lexicon.ITEMS.isdisjoint(
+        phrase.words
+    ):
+        # Several items and no one of them ("list memories filtered by tag", "show the
+        # drafts"): a collection, not one item.
+        for capability in index.capabilities:
+            if "{" in capability.path:
                 scores[capability.name] *= NO_ID_FACTOR
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
