@@ -1,6 +1,7 @@
 """Rank capabilities for a plain-language phrase: deterministic, from the spec's own words.
 
-Every capability has documents: its title, its summary, and the example phrasings the spec
+Every capability has documents: its title, its summary, what its method and path say a change
+does ("create memory"), and the example phrasings the spec
 gives it (`x-mcp-examples`, in English, German, French and Spanish, with "…" where the user's
 own content goes). A phrase is compared with each of them by words, word stems and character
 n-grams (so "Lösch", "löschen" and "lösche" meet), weighted by how few capabilities use them;
@@ -19,7 +20,15 @@ explicitly:
   another clause asks for a different one ("you shouldn't have kept that, delete it");
 - a contrast ("the 19th, not the 18th"), or a later clause giving a new value ("scratch the
   old number, the new one is ..."), is a correction: an edit;
-- a question about adding to a collection ("what did I save last week?") reads it.
+- a question about adding to a collection ("what did I save last week?") reads it, and one
+  mostly in the user's own words ("what time is my dentist appointment?") is a search;
+- an id, or "that memory" ("cette note", "diesen Eintrag"), favours the capabilities that take
+  such an id; items in the plural and none alone favour those on a collection.
+
+Before comparing, a phrase's words are spelled as the capabilities' text spells them (a
+Spanish imperative without its pronouns, a compound of two known words, an inflection its stem
+does not find, the other English spelling, two words written as one), so one example covers
+its inflected forms.
 
 A phrase that names no action but has a topic goes to the capability the spec marks
 `x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
@@ -415,7 +424,7 @@ def _texts(capability: Capability) -> list[str]:
 def _binding(capability: Capability) -> str:
     """What a change's method and path say it does, as words: POST on a collection creates
     one ("create memory"), PATCH updates, DELETE deletes, POST on an action runs it
-    ("confirm drafts"). Reads say nothing their title does not."""
+    ("confirm draft"). Reads say nothing their title does not."""
     segments = [s for s in capability.path.strip("/").split("/")[1:] if s]
     # One item's noun: the path names the collection ("drafts"), the change acts on one.
     literal = [s[:-1] if s.endswith("s") else s for s in segments if not s.startswith("{")]
