@@ -1,11 +1,11 @@
 """Rank capabilities for a plain-language phrase: deterministic, from the spec's own words.
 
 Every capability has documents: its title, its summary, what its method and path say a change
-does ("create memory"), and the example phrasings the spec
-gives it (`x-mcp-examples`, in English, German, French and Spanish, with "…" where the user's
-own content goes). A phrase is compared with each of them by words, word stems and character
-n-grams (so "Lösch", "löschen" and "lösche" meet), weighted by how few capabilities use them;
-a capability scores its best document's similarity, plus a little of all its text together.
+does ("create memory"), and the example phrasings the spec gives it (`x-mcp-examples`, in
+English, German, French and Spanish, with "…" where the user's own content goes). A phrase
+is compared with each of them by words, word stems and character n-grams (so "Lösch",
+"löschen" and "lösche" meet), weighted by how few capabilities use them; a capability scores
+its best document's similarity, plus a little of all its text together.
 
 Before that, the phrase's shape is read with closed-class words only (mcp/lexicon.py): its
 clauses, which of them are negated, whether it asks, what part is the content to save, ids,
