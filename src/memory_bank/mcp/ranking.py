@@ -8,14 +8,15 @@ is compared with each of them by words, word stems and character n-grams (so "LÃ
 its best document's similarity, plus a little of all its text together.
 
 Before that, the phrase's shape is read with closed-class words only (mcp/lexicon.py): its
-clauses, which of them are negated, whether it asks, what part is the content to save, ids,
-and words no capability uses (its topic). Negation and correction are then handled
-explicitly:
+clauses (an English one may start without its "that": "tell the team we're moving"), which
+of them are negated, whether it asks, what part is the content to save, ids, and words no
+capability uses (its topic). Negation and correction are then handled explicitly:
 
 - a negated clause that matches a negated example means what that example's capability does
   ("don't remember that" is one of the delete's examples), unless the phrase also declines the
   save it would undo ("between us, no need to remember it");
-- a negated "forget" is a save ("don't forget ...", "vergiss nicht, dass ...");
+- a negated "forget" is a save ("don't forget ...", "vergiss nicht, dass ..."), and a negated
+  save that stops ("not ... anymore", "nicht mehr", "ne ... plus") forgets;
 - any other negated action is declined ("never mind, don't save that"): no capability, unless
   another clause asks for a different one ("you shouldn't have kept that, delete it");
 - a contrast ("the 19th, not the 18th"), or a later clause giving a new value ("scratch the
@@ -168,7 +169,12 @@ def parse(text: str) -> Phrase:
         current: list[str] = []
         words = _without_names(_split_words(piece))
         for position, word in enumerate(words):
-            complementizer = acted and _introduces(word, words[position + 1 :])
+            rest = words[position + 1 :]
+            if acted and not question and _opens_clause(word, rest) and current:
+                # "tell the org we're switching ...": the "that" English may leave out.
+                clauses.append(_clause(current, content))
+                current, content = [], True
+            complementizer = acted and _introduces(word, rest)
             if word in lexicon.CONJUNCTIONS or complementizer:
                 if current:
                     clauses.append(_clause(current, content))
@@ -194,6 +200,11 @@ def _introduces(word: str, rest: list[str]) -> bool:
     if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
         return False
     return rest[0] in lexicon.STOP or len(rest) >= 3
+
+
+def _opens_clause(word: str, rest: list[str]) -> bool:
+    """Whether a subject and its auxiliary start a clause of their own ("... we are moving")."""
+    return word in lexicon.CLAUSE_SUBJECTS and bool(rest) and rest[0] in lexicon.AUXILIARIES
 
 
 def _commands(words: list[str]) -> bool:
@@ -588,6 +599,17 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         top, value = max(changes.items(), key=lambda item: item[1])
         if value < ACTION_FLOOR:
             continue
+        undo = _undoer(by_name[top], index.capabilities)
+        if (
+            undo is not None
+            and value >= KEEP_FLOOR
+            and not lexicon.CESSATION.isdisjoint(clause.words)
+        ):
+            # Not to keep something any longer is to forget it: "I don't want you to remember
+            # my salary anymore", "ne retiens plus Ã§a".
+            scores[undo.name] += KEEP_BONUS + value
+            kept = True
+            continue
         keeper = _keeper(by_name[top], index.capabilities)
         if keeper is not None and value >= KEEP_FLOOR:
             # Not forgetting is remembering: "don't forget ...", "vergiss nicht, dass ...".
@@ -694,6 +716,21 @@ def _referred(phrase: Phrase, index: _Index) -> frozenset[str]:
             if word in lexicon.DEMONSTRATIVES:
                 found.update(index.items.get(after, ()))
     return frozenset(found)
+
+
+def _undoer(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
+    """For a capability that adds to a collection (POST on it), the one that deletes an item
+    of it."""
+    if capability.method != "POST":
+        return None
+    return next(
+        (
+            c
+            for c in capabilities
+            if c.method == "DELETE" and c.path.rsplit("/", 1)[0] == capability.path
+        ),
+        None,
+    )
 
 
 def _reader(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
