@@ -22,10 +22,11 @@ HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.86, 0.86
 # Floors on the held-out half of phrasings_c.json (written and committed before the ranking
 # changes of its branch, never tuned on). Measured when this was written: 60/67 = 0.90 overall,
 # en 28/34, de 11/11, fr 11/11, es 10/11, non-English 32/33; each floor is one miss below
-# that: the figure (printed) is what docs/mcp.md quotes, the floor what must hold.
+# that, except overall, where the floor is the measured 60/67 = 0.896 itself (the ranking is
+# deterministic; the 0.90 is not reached): the figure is what docs/mcp.md quotes.
 # On phrasings_c_probes.json, tuned on: 422/459 = 0.92 when this was written.
 PROBE_FLOOR = 0.91
-C_FLOORS = {"all": 0.88, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90, "es": 0.81}
+C_FLOORS = {"all": 0.89, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90, "es": 0.81}
 
 
 def _gen_mcp():
