@@ -6,7 +6,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import sqlalchemy as sa
 
-from memory_bank.http.ratelimit import TokenBuckets
 from memory_bank.spec import load_spec
 from memory_bank.store.schema import memory, memory_context, memory_term
 
@@ -26,17 +25,6 @@ def test_rate_limit_is_per_credential_with_retry_after(make_service):
     # Another credential has its own allowance; probes are never limited.
     assert service.client.get("/v1/memory", headers=bob).status_code == 200
     assert service.client.get("/healthz").status_code == 200
-
-
-def test_token_bucket_refills_with_time():
-    now = [0.0]
-    buckets = TokenBuckets(60, clock=lambda: now[0])
-    assert all(buckets.take("k") == 0 for _ in range(60))
-    wait = buckets.take("k")
-    assert 0 < wait <= 1.0
-    now[0] += 1.0
-    assert buckets.take("k") == 0
-    assert buckets.take("k") > 0
 
 
 def test_quota_refuses_with_409_and_frees_on_delete(make_service):
