@@ -107,15 +107,15 @@ def instant(value: str | None, name: str) -> datetime | None:
 
 # Up to this many memories pass: BM25 ranks them by id (a few lookups per query term) rather
 # than checking each posting it reads.
-FEW = 500
+FEW = 2000
 
 
 def restriction(conn: Connection, owner: str, only: Filters) -> Among | None:
     """The filters as BM25 applies them to one owner's postings (None: no filter)."""
     if not only:
         return None
-    sql, params = store_filters.restrict(conn, owner, only, "memory_term.memory_id")
-    return Among(sql, params, lambda: store_filters.few(conn, owner, only, FEW))
+    probe, members, params = store_filters.restrict(conn, owner, only, "memory_term.memory_id")
+    return Among(probe, params, lambda: store_filters.few(conn, owner, only, FEW), members)
 
 
 def keep(conn: Connection, owner: str, matrix: Matrix, only: Filters) -> np.ndarray | None:
