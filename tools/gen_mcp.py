@@ -41,6 +41,8 @@ FIGURES_END = "<!-- end of figures -->"
 # Kinds of phrasing counted together as negations.
 NEGATIONS = ("negation", "no_save", "negation_trap")
 LANGUAGES = ("en", "de", "fr", "es")
+# The sets written before tuning, split into a tune and a held-out half, newest first.
+HELD_OUT_SETS = ("phrasings_c.json", "phrasings_b.json")
 
 
 def _shown(path: Path) -> str:
@@ -143,12 +145,13 @@ def phrasing_passes(manifest: Any, text: str, expected: str) -> bool:
     return bool(ranked) and ranked[0][0].name == expected
 
 
-def rank_1(split: str = "holdout") -> dict[str, tuple[int, int]]:
-    """(right first, phrasings) on a split of phrasings_b.json: all, per language, negations."""
+def rank_1(split: str = "holdout", name: str = "phrasings_b.json") -> dict[str, tuple[int, int]]:
+    """(right first, phrasings) on a split of a set written before tuning (phrasings_b.json,
+    phrasings_c.json): all, per language, negations."""
     from memory_bank.mcp import manifest as manifest_module
 
     tools = manifest_module.load()
-    data = json.loads((PHRASINGS / "phrasings_b.json").read_text(encoding="utf-8"))
+    data = json.loads((PHRASINGS / name).read_text(encoding="utf-8"))
     passed: Counter[str] = Counter()
     total: Counter[str] = Counter()
     for entry in data["phrasings"]:
@@ -201,12 +204,13 @@ def figures() -> str:
     ]
     for name, (good, count) in _project_sets().items():
         lines.append(f"| `tests/mcp/{name}` | {count} | {good / count:.0%} |")
-    for split in ("tune", "holdout"):
-        found = rank_1(split)
-        for group in ("all", *LANGUAGES, "non-English", "negations"):
-            good, count = found[group]
-            label = f"`phrasings_b.json` {split}, {group}"
-            lines.append(f"| {label} | {count} | {good / count:.0%} |")
+    for name in HELD_OUT_SETS:
+        for split in ("tune", "holdout"):
+            found = rank_1(split, name)
+            for group in ("all", *LANGUAGES, "non-English", "negations"):
+                good, count = found[group]
+                label = f"`{name}` {split}, {group}"
+                lines.append(f"| {label} | {count} | {good / count:.0%} |")
     lines += ["", FIGURES_END]
     return "\n".join(lines)
 

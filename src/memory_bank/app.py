@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -23,6 +24,7 @@ from memory_bank.api import HANDLER_MODULES
 from memory_bank.domain import vector_jobs
 from memory_bank.domain.reindex import prepare
 from memory_bank.domain.semantic import from_settings
+from memory_bank.errors import ServiceUnavailable
 from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
 from memory_bank.http.body import BodyDeadlineMiddleware, BodyLimitMiddleware, ChunkedBodyMiddleware
 from memory_bank.http.headers import SecurityHeadersMiddleware
@@ -78,6 +80,9 @@ def create_app(
     database = partial(_database, settings=settings)
     db = prepare(engine, database) if run_migrations else database(engine)
     spec = load_spec(spec_file)
+    secret = signing_secret(engine)
+    # A MEMORY_BANK_RATE_LIMIT_STORAGE that cannot work stops here (a ValueError).
+    limiter = ratelimit.Limiter.from_settings(settings, secret)
     # A bad MEMORY_BANK_EMBEDDINGS stops here too (EmbeddingsMisconfigured), model loaded.
     semantic = from_settings(settings)
     # Saves queue an embedding job from now on (the index rebuild above queues none).
@@ -85,13 +90,11 @@ def create_app(
     state = AppState(
         settings=settings,
         db=db,
-        secret=signing_secret(engine),
+        secret=secret,
         spec=spec,
         requirements=requirements(spec),
         semantic=semantic,
-        limiter=ratelimit.Limiter(
-            settings.rate_limit_per_minute, settings.auth_failures_per_minute
-        ),
+        limiter=limiter,
     )
     handlers = _handlers()
     missing = [op for op in state.requirements if op not in handlers]
@@ -173,15 +176,24 @@ def _middleware(settings: Settings, state: AppState, app: Any) -> list[tuple[Any
 
 
 def _gauges(state: AppState) -> dict[str, tuple[str, float]]:
-    """What /metrics reads at scrape time: the embedding backlog, when semantic search is on.
+    """What /metrics reads at scrape time: the backends that do not answer (with several), and
+    the embedding backlog when semantic search is on.
 
-    A count over every owner, so it is the operator's (metrics), not /readyz's, which anyone
-    may call.
+    The backlog is a count over every owner, so it is the operator's (metrics), not /readyz's,
+    which anyone may call. While a backend is down it is left out rather than given short.
     """
-    if state.semantic is None:
-        return {}
-    text = "Memories waiting for an embedding, every owner's."
-    return {"memory_bank_embeddings_pending": (text, vector_jobs.pending(state.db))}
+    gauges: dict[str, tuple[str, float]] = {}
+    down: list[str] = []
+    if state.db.backends:
+        down = state.db.unreachable()
+        text = "Database backends that do not answer through the head."
+        gauges["memory_bank_backends_unreachable"] = (text, len(down))
+    if state.semantic is not None and not down:
+        text = "Memories waiting for an embedding, every owner's."
+        # A backend that went away since: no count rather than a short one.
+        with contextlib.suppress(ServiceUnavailable):
+            gauges["memory_bank_embeddings_pending"] = (text, vector_jobs.pending(state.db))
+    return gauges
 
 
 __all__ = ["EmbeddingsMisconfigured", "KeyProblem", "create_app", "state_of"]

@@ -102,14 +102,23 @@ class Settings:
     )
     rate_limit_per_minute: int = _setting(
         0,
-        "Requests per minute allowed per API key (a token bucket in each worker process, "
-        "so N workers allow up to N times this); over it is a 429 with Retry-After; 0 = no limit.",
+        "Requests allowed per API key in any 60 seconds, counted where "
+        "MEMORY_BANK_RATE_LIMIT_STORAGE says (with memory://, per worker process: N workers "
+        "allow up to N times this); over it is a 429 with Retry-After; 0 = no limit.",
     )
     auth_failures_per_minute: int = _setting(
         30,
-        "Failed authentications per minute allowed per client address (per worker process); "
-        "past it, keys not seen to work recently get a 429 without a database lookup; "
-        "0 = no limit.",
+        "Failed authentications allowed per client address in any 60 seconds (counted like "
+        "the rate limit); past it, keys not seen to work recently get a 429 without a "
+        "database lookup; 0 = no limit.",
+    )
+    # A secret: a Redis URL may hold its password.
+    rate_limit_storage: Secret = _setting(  # noqa: RUF009
+        Secret("memory://"),
+        "Where rate limits are counted: memory:// (each worker process on its own) or "
+        "redis://host:port/db (also rediss://, redis+unix://), shared by every process and "
+        "host using it (needs the redis extra). While Redis does not answer, each process "
+        "counts on its own, logs a warning and /readyz says degraded; no request fails for it.",
     )
     max_memories_per_user: int = _setting(
         0,

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
+from memory_bank.errors import RateLimited
 from memory_bank.http.ratelimit import Limiter
 
 SPELLINGS = ("Bearer {}", "bearer {}", "BEARER {}", "Bearer  {}", "Bearer\t{}", "bEaReR {} ")
@@ -111,17 +113,28 @@ def test_one_mcp_tool_call_costs_one_token(make_service):
 
 
 def test_limiter_forgets_a_key_once_it_is_refused():
-    now = [0.0]
-    limiter = Limiter(0, 1, clock=lambda: now[0])
+    limiter = Limiter(0, 1)
     limiter.succeeded("key_1", "mb_good")
     limiter.failed("10.0.0.1", "mb_bad")
     limiter.before_lookup("10.0.0.1", "mb_good")  # known good: looked up as usual
     limiter.failed("10.0.0.1", "mb_good")  # revoked since: forgotten
-    try:
+    with pytest.raises(RateLimited) as refused:
         limiter.before_lookup("10.0.0.1", "mb_good")
-    except Exception as exc:
-        assert type(exc).__name__ == "RateLimited"
-    else:
-        raise AssertionError("a refused key was still let through")
-    now[0] += 120
-    limiter.before_lookup("10.0.0.1", "mb_good")  # the allowance refilled
+    # The window holds the first failure for a minute: Retry-After says how long is left.
+    assert 1 <= int(refused.value.headers["Retry-After"]) <= 60
+
+
+def test_an_unreachable_rate_limit_store_fails_no_request_and_readyz_says_so(make_service):
+    from live_server import free_port
+
+    # Nothing listens there: the app starts, and counts in this process meanwhile.
+    store = f"redis://127.0.0.1:{free_port()}/0"
+    service = make_service(rate_limit_per_minute=3, rate_limit_storage=store)
+    headers = service.auth("alice")
+    codes = [service.client.get("/v1/memory", headers=headers).status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429], codes
+    ready = service.client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["status"] == "degraded" and "per process" in ready.json()["detail"]
+    # With the default storage, nothing to say.
+    assert make_service().client.get("/readyz").json() == {"status": "ready"}

@@ -15,10 +15,17 @@ from memory_bank.mcp.generate import build_manifest
 
 HERE = Path(__file__).parent
 RANK_1 = 0.95
-# Floors on the held-out half of phrasings_b.json (written before any tuning, never tuned
-# on). Issue 31 asks 0.90 overall; measured 0.84 when this was written, so the floor holds
-# what is reached and the figure is printed (docs/mcp.md quotes it).
-HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.80, 0.75
+# Floors on the held-out half of phrasings_b.json (written before any tuning; its misses were
+# looked at during earlier tuning, so it is no longer strictly held out). Measured 82/94 = 0.87,
+# non-English 47/53 = 0.89: one miss below that; the figure is printed (docs/mcp.md quotes it).
+HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.86, 0.86
+# Floors on the held-out half of phrasings_c.json (written and committed before the ranking
+# changes of its branch, never tuned on). Measured when this was written: 60/67 = 0.90 overall,
+# en 28/34, de 11/11, fr 11/11, es 10/11, non-English 32/33; each floor is one miss below
+# that: the figure (printed) is what docs/mcp.md quotes, the floor what must hold.
+# On phrasings_c_probes.json, tuned on: 422/459 = 0.92 when this was written.
+PROBE_FLOOR = 0.91
+C_FLOORS = {"all": 0.88, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90, "es": 0.81}
 
 
 def _gen_mcp():
@@ -155,14 +162,98 @@ def test_rank_1_on_the_held_out_half_in_four_languages():
     assert good / count >= NON_ENGLISH_FLOOR, shown
 
 
-def test_the_held_out_half_is_untouched():
+def test_rank_1_on_the_third_set_held_out_in_four_languages():
+    found = _gen_mcp().rank_1("holdout", "phrasings_c.json")
+    shown = {
+        group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
+    }
+    print("phrasings_c.json held-out rank-1:", shown)
+    assert found["all"][1] == 67
+    for group, floor in C_FLOORS.items():
+        good, count = found[group]
+        assert good / count >= floor, (group, shown)
+
+
+def test_rank_1_on_the_probes_it_was_tuned_on():
+    # Tuned on, so a floor against regressions, not a measure of generalisation.
+    tools = manifest.load()
+    data = json.loads((HERE / "phrasings_c_probes.json").read_text(encoding="utf-8"))
+    entries = data["phrasings"]
+    misses = [
+        e["text"]
+        for e in entries
+        if not _gen_mcp().phrasing_passes(tools, e["text"], e["expected"])
+    ]
+    print(f"probes rank-1: {len(entries) - len(misses)}/{len(entries)}")
+    assert 1 - len(misses) / len(entries) >= PROBE_FLOOR, misses
+
+
+@pytest.mark.parametrize("name", ["phrasings_b.json", "phrasings_c.json"])
+def test_the_held_out_half_is_untouched(name):
     # The split was fixed when the set was written: alternate entries per language.
-    data = json.loads((HERE / "phrasings_b.json").read_text(encoding="utf-8"))
+    data = json.loads((HERE / name).read_text(encoding="utf-8"))
     seen: dict[str, int] = {}
     for entry in data["phrasings"]:
         number = seen.get(entry["lang"], 0)
         seen[entry["lang"]] = number + 1
         assert entry["split"] == ("tune" if number % 2 == 0 else "holdout"), entry
+    # At least a dozen phrasings in each language besides English, every label a capability.
+    assert min(seen[lang] for lang in ("de", "fr", "es")) >= 12
+    names = {c.name for c in (*manifest.load().capabilities, *manifest.load().elsewhere)}
+    assert {e["expected"] for e in data["phrasings"]} <= names | {"none"}
+
+
+@pytest.mark.parametrize(
+    ("phrase", "best"),
+    [
+        # An auxiliary written onto a word is no "id": a save.
+        ("I'd like you to remember that our team lunch is every second Friday", "postMemory"),
+        # A question about what was saved reads the list; one in the user's own words searches.
+        ("what did I save last week?", "getMemory"),
+        ("what time is my dentist appointment?", "getMemorySearch"),
+        ("who is the owner of the billing service?", "getMemorySearch"),
+        # A new value after a dropped one, or a negated value, is an edit.
+        ("scratch the old phone number, the new one is 555-0199", "patchMemoryById"),
+        ("oops, I meant Thursday, not Tuesday", "patchMemoryById"),
+        # A negation that an example of the spec spells out means what that example does.
+        ("on second thought, don't remember that", "deleteMemoryById"),
+        # "that memory" is about one memory in view, as an id would be.
+        ("what did that memory say originally?", "getMemoryRevisions"),
+        ("make that memory say 'weekly' instead of 'daily'", "patchMemoryById"),
+        # Words spelled as the spec spells them: Spanish enclitics, compounds, inflections, a
+        # word written in two.
+        ("Bórralo", "deleteMemoryById"),
+        ("Zeig den Änderungsverlauf", "getMemoryRevisions"),
+        ("Kannst du dir merken, dass ich Vegetarier bin?", "postMemory"),
+        ("show me how this memory looked before", "getMemoryRevisions"),
+        ("back up all my memories", "getMemoryExport"),
+        # Set phrases that introduce something to keep.
+        ("for future reference, our sprint demos happen on Thursdays", "postMemory"),
+        # Not to remember any longer is to forget.
+        ("I don't want you to remember my salary anymore", "deleteMemoryById"),
+        ("Ne retiens plus ça", "deleteMemoryById"),
+        # An English clause without its "that" is still the content.
+        ("let everyone on my team know we're retiring the v1 API in May", "postMemory"),
+    ],
+)
+def test_structural_rules_rank_the_right_tool_first(phrase, best):
+    ranked = ranking.rank(manifest.load(), phrase, limit=3)
+    assert ranked and ranked[0][0].name == best, [(c.name, s) for c, s in ranked]
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "off the record: I'm thinking of quitting",
+        "this is just between us, no need to remember it",
+        "don't put that in memory",
+        "you don't need to save any of this",
+        "No memorices esto, por favor",
+    ],
+)
+def test_declining_phrases_run_nothing_that_changes_anything(phrase):
+    found = ranking.answer(manifest.load(), phrase, 3)
+    assert not found.ranked or found.ranked[0][0].method == "GET", found
 
 
 def test_every_example_in_the_spec_ranks_its_own_operation_first():

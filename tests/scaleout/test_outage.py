@@ -61,6 +61,11 @@ def test_one_backend_down_serves_the_others_and_recovers(cluster, head_service):
         assert found.json()["unavailable"] == ["org"]
         assert {r["scope"] for r in found.json()["results"]} == {"user"}
         assert len(found.json()["results"]) == 2
+        # The listing too: the user's own page, the org's rows said to be missing.
+        listed = service.client.get("/v1/memory", headers=kept)
+        assert listed.status_code == 200, listed.text
+        assert listed.json()["unavailable"] == ["org"]
+        assert sorted(m["content"] for m in listed.json()["memories"]) == ["more tea", "served tea"]
         only_org = service.client.get(
             "/v1/memory/search", params={"q": "tea", "scope": "org"}, headers=kept
         )
@@ -115,4 +120,25 @@ def test_one_backend_down_serves_the_others_and_recovers(cluster, head_service):
     assert back.status_code == 201, back.text
     found = service.client.get("/v1/memory/search", params={"q": "tea"}, headers=kept).json()
     assert "unavailable" not in found and {r["scope"] for r in found["results"]} == {"user", "org"}
+    listed = service.client.get("/v1/memory", headers=kept).json()
+    assert "unavailable" not in listed and "org tea" in {m["content"] for m in listed["memories"]}
     assert service.client.get("/readyz").json() == {"status": "ready"}
+
+
+def test_metrics_answer_while_a_backend_is_down(cluster, head_service):
+    service = head_service(
+        metrics_enabled=True, embeddings="local:all-MiniLM-L6-v2", embeddings_worker=False
+    )
+    scraped = service.client.get("/metrics").text
+    assert "\nmemory_bank_backends_unreachable 0\n" in scraped
+    assert "\nmemory_bank_embeddings_pending 0\n" in scraped
+    cluster.stop(DOWN)
+    try:
+        # The backlog counts every owner: left out while one backend is down, never short.
+        scraped = service.client.get("/metrics")
+        assert scraped.status_code == 200, scraped.text
+        assert "\nmemory_bank_backends_unreachable 1\n" in scraped.text
+        assert "memory_bank_embeddings_pending" not in scraped.text
+    finally:
+        cluster.start(DOWN)
+    assert "\nmemory_bank_embeddings_pending 0\n" in service.client.get("/metrics").text

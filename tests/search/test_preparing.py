@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from memory_bank.domain import vector_jobs
 from memory_bank.domain.semantic import Semantic
 from memory_bank.search import local_model, preparing
 from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.store.database import Database
+from memory_bank.store.engine import make_engine
 
 # Loads the local model (the tier `make test-fast` leaves out).
 pytestmark = pytest.mark.model
@@ -31,23 +35,7 @@ def packaged() -> local_model.Files:
     return files
 
 
-def run_in(name: str, call: Callable[[], Any]) -> list[Any]:
-    """Run call in a thread of this name; what it returned or raised, once it ends."""
-    out: list[Any] = []
-
-    def target() -> None:
-        try:
-            out.append(call())
-        except Exception as exc:
-            out.append(exc)
-
-    thread = threading.Thread(target=target, name=name)
-    thread.start()
-    thread.join(60)
-    return out
-
-
-def test_search_is_lexical_until_the_model_is_ready_then_it_embeds() -> None:
+def test_search_is_lexical_until_the_model_is_ready_then_it_embeds(tmp_path: Path) -> None:
     gate = threading.Event()
     heard: list[str] = []
 
@@ -68,10 +56,14 @@ def test_search_is_lexical_until_the_model_is_ready_then_it_embeds() -> None:
             "embeddings local:test-ready: downloading 25% (0 of 0 MB); "
             "search is lexical until it is ready"
         )
-        # The outbox worker is let go when woken (a save, or its stop), its jobs kept queued.
-        semantic.wake.set()
-        woken = run_in(preparing.WORKER_THREAD, lambda: semantic.provider.embed(["x"]))
-        assert isinstance(woken[0], preparing.NotReady) and not semantic.wake.is_set()
+        # The outbox worker embeds nothing while the model is prepared, and stops at once.
+        worker = vector_jobs.Worker(
+            Database(make_engine(f"sqlite:///{tmp_path / 'idle.db'}", 1)), semantic
+        )
+        worker.start()
+        semantic.wake.set()  # a save's wake-up
+        worker.stop()
+        assert not worker.running() and not preparation.finished.is_set()
         # Anyone else waits for the model (reindex --vectors, a test draining by hand).
         waiter = threading.Thread(target=lambda: heard.append(semantic.provider.embed(["x"])))
         waiter.start()

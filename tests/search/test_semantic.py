@@ -361,6 +361,87 @@ def test_a_provider_slower_than_the_deadline_gives_lexical_results(make_service,
     assert [m["id"] for m in found["results"]] == [leo]
 
 
+def bm25_rankings(engine: sa.Engine, run: Callable[[], Any]) -> int:
+    """How many BM25 rankings (each opens with the owner's statistics) `run` makes."""
+    seen: list[str] = []
+
+    def note(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM memory_user_stats" in statement:
+            seen.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", note)
+    try:
+        run()
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", note)
+    return len(seen)
+
+
+def test_a_missed_deadline_ranks_bm25_once_and_answers_as_lexical_does(
+    make_service, embedding_server
+):
+    base = embedding_server("other-minilm", "--delay", "3")
+    service = make_service(
+        embeddings=f"openai:{base}",
+        embeddings_model="other-minilm",
+        embeddings_worker=False,
+        embeddings_deadline_ms=200,
+    )
+    alice = service.auth("alice")
+    for text in [LEO, *DISTRACTORS, "Football boots for Leo", "Saturday football at nine"]:
+        save(service, alice, text)
+    answers: dict[str, Any] = {}
+
+    def ask(mode: str) -> Callable[[], None]:
+        return lambda: answers.__setitem__(
+            mode, search(service, alice, "football Saturday", mode=mode)
+        )
+
+    assert bm25_rankings(service.engine, ask("lexical")) == 1
+    assert bm25_rankings(service.engine, ask("hybrid")) == 1
+    assert answers["hybrid"]["mode"] == "lexical"
+    assert [(m["id"], m["score"]) for m in answers["hybrid"]["results"]] == [
+        (m["id"], m["score"]) for m in answers["lexical"]["results"]
+    ]
+    assert len(answers["lexical"]["results"]) == 3
+
+
+def test_no_connection_is_held_while_the_query_is_embedded(make_service, embedding_server):
+    base = embedding_server("other-minilm", "--delay", "5")
+    service = make_service(
+        embeddings=f"openai:{base}",
+        embeddings_model="other-minilm",
+        embeddings_worker=False,
+        embeddings_deadline_ms=2000,
+    )
+    alice = service.auth("alice")
+    leo = save(service, alice, LEO)
+    moves: list[tuple[float, int]] = []
+    listeners = {
+        "checkout": lambda *_: moves.append((time.monotonic(), 1)),
+        "checkin": lambda *_: moves.append((time.monotonic(), -1)),
+    }
+    for name, listener in listeners.items():
+        sa.event.listen(service.engine.pool, name, listener)
+    try:
+        found = search(service, alice, "football")
+    finally:
+        for name, listener in listeners.items():
+            sa.event.remove(service.engine.pool, name, listener)
+    assert found["mode"] == "lexical"  # the provider missed the deadline: it was awaited
+    assert [m["id"] for m in found["results"]] == [leo]
+    # The time with nothing checked out, between the search's first checkout and its last
+    # checkin: the wait for the vector (up to the 2 s deadline) falls in it; a search holding
+    # its connection through the wait has none.
+    held, idle, since = 0, 0.0, None
+    for at, step in moves:
+        if held == 0 and since is not None:
+            idle += at - since
+        held += step
+        since = at if held == 0 else None
+    assert idle > 0.5, moves
+
+
 @pytest.mark.parametrize(
     ("value", "model", "says"),
     [

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,6 +217,8 @@ def test_empty_state_and_search_with_scores(panel):
     search.send_keys("what did we decide about the Acme vendor?")
     search.submit()
     panel.wait_for(lambda d: "best first" in panel.text("memories-status"))
+    # This server runs with semantic search off: the panel says the ranking was by words.
+    assert "Ranked by words only (lexical)." in panel.text("memories-status")
     cards = panel.cards()
     assert len(cards) == 2
     assert cards[0].find_element("css selector", ".content").text.startswith("We dropped Acme")
@@ -631,3 +635,52 @@ def test_tag_and_date_filters_narrow_the_list_and_search(panel):
     panel.wait_for(lambda d: "No memory matches these filters" in panel.text("memories-status"))
     panel.driver.find_element("id", "filter-clear").click()
     panel.wait_for(lambda d: len(panel.cards()) == 4)
+
+
+def test_a_search_says_it_was_hybrid_once_vectors_exist(browser):
+    """A server with semantic search on (an OpenAI-compatible embedding server process): the
+    panel names the mode the answer came in, lexical before the vector exists, hybrid after."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from search.test_semantic import EmbeddingServers
+
+    servers = EmbeddingServers()
+    folder = Path(tempfile.mkdtemp(prefix="mb-panel-hybrid-"))
+    url = f"sqlite:///{folder / 'hybrid.db'}"
+    server = None
+    engine = make_engine(url, 1)
+    try:
+        base = servers("other-minilm")
+        server = start_server(
+            url,
+            {
+                "MEMORY_BANK_EMBEDDINGS": f"openai:{base}",
+                "MEMORY_BANK_EMBEDDINGS_MODEL": "other-minilm",
+            },
+        )
+        panel = Panel(browser, server, engine, "hana")
+        panel.save("Leo has football practice every Saturday")
+        question = "What sport does my son do at the weekend?"
+        deadline = time.monotonic() + 60
+        while not found_in_hybrid(panel, question):
+            assert time.monotonic() < deadline, "the memory never got its vector"
+            time.sleep(0.2)
+        panel.open()
+        panel.sign_in()
+        field = panel.driver.find_element("id", "search-input")
+        field.send_keys(question)
+        field.submit()
+        panel.wait_for(lambda d: "best first" in panel.text("memories-status"))
+        assert "Ranked by meaning and words (hybrid)." in panel.text("memories-status")
+        assert panel.cards()[0].find_element("css selector", ".content").text.startswith("Leo")
+    finally:
+        if server is not None:
+            stop_server(server)
+        servers.close()
+        engine.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def found_in_hybrid(panel: Panel, question: str) -> bool:
+    """Whether the API answers the question in hybrid mode with a result (the vector exists)."""
+    found = panel.api("GET", "/v1/memory/search", params={"q": question}).json()
+    return found["mode"] == "hybrid" and bool(found["results"])

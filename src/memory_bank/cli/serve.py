@@ -14,6 +14,7 @@ from memory_bank.cli.common import open_database, safe_url
 from memory_bank.domain import memories, review
 from memory_bank.domain.semantic import from_settings
 from memory_bank.errors import ServiceUnavailable
+from memory_bank.http import limitstore
 from memory_bank.settings import PREFIX, Settings
 from memory_bank.store import api_keys
 from memory_bank.store.database import Database
@@ -64,6 +65,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     check = from_settings(settings)
     if check is not None:
         check.close()
+    # So does a MEMORY_BANK_RATE_LIMIT_STORAGE that cannot work (no connection made here).
+    limitstore.open_storage(settings.rate_limit_storage.reveal(), "check")
     db = open_database(settings)
     prepare(settings, db, f"http://{host}:{port}")
     sys.stdout.flush()

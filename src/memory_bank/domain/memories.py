@@ -15,7 +15,7 @@ from memory_bank.domain.bodies import NewMemory
 from memory_bank.errors import InvalidCursor, MemoryNotFound, QuotaExceeded
 from memory_bank.ids import id_time, is_id, iso, new_id, parse_iso, utcnow
 from memory_bank.search.document import postings_of
-from memory_bank.store import drafts, postings, tombstones
+from memory_bank.store import drafts, postings, shards, tombstones
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.filters import NONE, Filters
@@ -193,13 +193,16 @@ def page(
     found: Filters = NONE,
 ) -> dict[str, Any]:
     """One page of the memories the principal reads (scope: user, org or all) that pass the
-    filters, newest first, with the next cursor."""
+    filters, newest first, with the next cursor; `unavailable` names the scopes left out
+    because their database backend is down (the caller's own is a 503 instead)."""
     before = (
         position(cursor.decode(secret, principal.user_id, "memories", after)) if after else None
     )
     rows: list[store.MemoryRow] = []
     with db.reading() as conn:
-        for owner in acl.readable_owners(principal, scope):
+        wanted = acl.readable_owners(principal, scope)
+        owners, unavailable = shards.reachable(conn, bool(db.backends), principal.user_id, wanted)
+        for owner in owners:
             rows += store.list_memories(conn, owner, limit + 1, before, found)
     # Each owner's page is newest first by (created_at, id): they merge into one such page.
     rows.sort(key=lambda row: (row.created_at, row.id), reverse=True)
@@ -208,7 +211,10 @@ def page(
     next_cursor = (
         cursor.encode(secret, principal.user_id, "memories", mark(rows[-1])) if more else None
     )
-    return {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
+    answer: dict[str, Any] = {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
+    if unavailable:
+        answer["unavailable"] = unavailable
+    return answer
 
 
 def mark(row: store.MemoryRow) -> str:

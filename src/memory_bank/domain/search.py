@@ -18,7 +18,6 @@ from memory_bank.search.merge import merged
 from memory_bank.store import data_keys, shards
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
-from memory_bank.store.owners import is_org
 
 
 def find(
@@ -41,43 +40,66 @@ def find(
     the answer is lexical and says so.
     """
     wanted = mode or ("hybrid" if semantic is not None else "lexical")
-    found: dict[str, store.MemoryRow] = {}
     # The query is embedded on another thread while BM25 ranks here (onnxruntime and a remote
     # provider's network wait both release the GIL), so hybrid costs about the larger of the
     # two, not their sum.
     pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
     with db.reading() as conn:
-        owners, unavailable = _reachable(db, conn, principal, acl.readable_owners(principal, scope))
-        hybrid = wanted == "hybrid" and pending
-        rankings = _candidates(conn, owners, query, limit, only) if hybrid else {}
-        query_vector = pending() if pending is not None else None
-        if query_vector is None or semantic is None:
-            used, hits = "lexical", _lexical(conn, owners, query, limit, only)
+        readable = acl.readable_owners(principal, scope)
+        owners, unavailable = shards.reachable(conn, bool(db.backends), principal.user_id, readable)
+        if pending is None or semantic is None:
+            hits = _lexical(conn, owners, query, limit, only)
+            return _shaped(hits, _rows(conn, owners, hits)), "lexical", unavailable
+        rankings = _candidates(conn, owners, query, limit, only) if wanted == "hybrid" else {}
+    # The vector is awaited with no connection held: a slow embedding must not keep a pooled
+    # connection from other requests.
+    query_vector = pending()
+    with db.reading() as conn:
+        if query_vector is None:
+            # Missed the deadline: the blend's BM25 candidates already hold the lexical answer
+            # (BM25 ranks once per query); a semantic-only search had not ranked yet.
+            used = "lexical"
+            if rankings:
+                hits = _best(rankings, limit)
+            else:
+                hits = _lexical(conn, owners, query, limit, only)
         else:
             used = wanted
             hits = _semantic(conn, owners, limit, wanted, semantic, query_vector, rankings, only)
-        for owner in owners:
-            ids = [mid for who, mid, _ in hits if who == owner]
-            found |= store.get_memories(conn, owner, ids)
+        found = _rows(conn, owners, hits)
+    return _shaped(hits, found), used, unavailable
+
+
+def _rows(
+    conn: Connection, owners: list[str], hits: list[tuple[str, str, float]]
+) -> dict[str, store.MemoryRow]:
+    """The stored rows of the hits, by memory id, read owner by owner."""
+    found: dict[str, store.MemoryRow] = {}
+    for owner in owners:
+        ids = [mid for who, mid, _ in hits if who == owner]
+        found |= store.get_memories(conn, owner, ids)
+    return found
+
+
+def _shaped(
+    hits: list[tuple[str, str, float]], found: dict[str, store.MemoryRow]
+) -> list[dict[str, Any]]:
+    """The answer's items in rank order, with scores; a hit deleted meanwhile is left out."""
     results = []
     for _, mid, score in hits:
         if mid in found:
             item = shape(found[mid])
             item["score"] = round(score, 6)
             results.append(item)
-    return results, used, unavailable
+    return results
 
 
-def _reachable(
-    db: Database, conn: Connection, principal: Principal, wanted: list[str]
-) -> tuple[list[str], list[str]]:
-    """The owners to search, and the scopes left out because the backend holding them is down
-    (with several backends only; the caller's own rows are never left out: without them the
-    answer is a 503)."""
-    if not db.backends:
-        return wanted, []
-    down = [o for o in wanted if o != principal.user_id and not shards.answers(conn, o)]
-    return [o for o in wanted if o not in down], ["org" if is_org(o) else "user" for o in down]
+def _best(
+    rankings: dict[str, tuple[search_index.Ranking, float]], limit: int
+) -> list[tuple[str, str, float]]:
+    """The lexical answer out of the blend's BM25 candidates: each owner's best `limit`, merged
+    (a ranking's first k are its top k)."""
+    return merged(((o, ranking.hits[:limit]) for o, (ranking, _) in rankings.items()), limit)
 
 
 def _lexical(

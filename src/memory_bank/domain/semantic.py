@@ -71,7 +71,12 @@ class Semantic:
         if found is not None:
             self._provider = found
             return found
-        return self._preparation.stand_in(self.wake)
+        return self._preparation.stand_in()
+
+    @property
+    def preparing(self) -> bool:
+        """Whether the model is still being prepared (its outcome not known yet)."""
+        return self._preparation is not None and not self._preparation.finished.is_set()
 
     @property
     def ready(self) -> bool:

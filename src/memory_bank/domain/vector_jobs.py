@@ -219,6 +219,12 @@ class Worker:
         """Drain until stopped; wait for a save's wake-up or the next poll when idle."""
         backoff = POLL_SECONDS
         while not self._stop.is_set():
+            if self.semantic.preparing:
+                # Nothing can be embedded yet: the jobs stay queued, and a stop is not kept
+                # waiting for the model.
+                self.semantic.wake.wait(POLL_SECONDS)
+                self.semantic.wake.clear()
+                continue
             try:
                 settled = drain_once(self.db, self.semantic, lease=self.lease)
             except Exception as exc:  # the provider or the database is away: wait, retry
@@ -238,6 +244,10 @@ class Worker:
     def start(self) -> None:
         """Start draining."""
         self._thread.start()
+
+    def running(self) -> bool:
+        """Whether the worker's thread is still alive."""
+        return self._thread.is_alive()
 
     def stop(self) -> None:
         """Stop after the current batch (its transaction either commits or rolls back)."""

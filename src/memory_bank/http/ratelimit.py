@@ -1,82 +1,40 @@
-"""Rate limits, kept in each worker process.
+"""Rate limits, counted per process or, with a shared store, across every app host.
 
-Two kinds of bucket: one per API key, spent once the key is known (however the client spells
+Two kinds of limit: one per API key, spent once the key is known (however the client spells
 its Authorization header, and once per MCP tool call, not again for the REST call the tool
 makes in-process); and one per client address for failed authentications. Once a client has
-spent those, a key this process has not seen work lately is refused with a 429 before any
-database lookup, while keys that work keep working (a neighbour behind the same address, a
-proxy or NAT, is not locked out by one client with a bad key).
+spent those, a key not seen to work lately is refused with a 429 before any database lookup,
+while keys that work keep working (a neighbour behind the same address, a proxy or NAT, is not
+locked out by one client with a bad key). Where the counts live is http/limitstore.py's
+business: MEMORY_BANK_RATE_LIMIT_STORAGE.
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
+import hmac
 import math
-import threading
 import time
-from collections.abc import Callable
 
 from starlette.types import Scope
 
 from memory_bank import errors
+from memory_bank.http import limitstore
+from memory_bank.settings import Settings
 
-MAX_BUCKETS = 10_000
-# Digests of keys that authenticated lately; forgotten wholesale past this many.
+# Digests of keys that authenticated lately, with when this process last marked them in the
+# store; forgotten wholesale past this many.
 MAX_WORKING = 10_000
+# Seconds a key that worked stays known good in the store without working again; this process
+# renews its mark when half of that has passed.
+WORKING_SECONDS = 3600
 
 # The key already charged in this request's context: the MCP endpoint charges the tool call,
 # and the REST request the executor then makes in-process (same context) is not charged again.
 charged: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "memory_bank_charged_key", default=None
 )
-
-
-class TokenBuckets:
-    """Buckets of `per_minute` tokens refilled continuously; one per name."""
-
-    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.capacity = float(per_minute)
-        self.rate = per_minute / 60.0
-        self.clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def take(self, name: str) -> float:
-        """Spend one token; 0 when allowed, else the seconds until one is available."""
-        now = self.clock()
-        with self._lock:
-            tokens = self._tokens(name, now)
-            if tokens >= 1.0:
-                self._buckets[name] = (tokens - 1.0, now)
-                self._trim(now)
-                return 0.0
-            self._buckets[name] = (tokens, now)
-            return (1.0 - tokens) / self.rate
-
-    def wait(self, name: str) -> float:
-        """The seconds until a token is available (0 when one is), spending nothing."""
-        now = self.clock()
-        with self._lock:
-            tokens = self._tokens(name, now)
-        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
-
-    def _tokens(self, name: str, now: float) -> float:
-        """The tokens a bucket holds now (a new one is full)."""
-        tokens, last = self._buckets.get(name, (self.capacity, now))
-        return min(self.capacity, tokens + (now - last) * self.rate)
-
-    def _trim(self, now: float) -> None:
-        """Forget buckets that have refilled completely, when there are too many."""
-        if len(self._buckets) <= MAX_BUCKETS:
-            return
-        full = [
-            k
-            for k, (tokens, last) in self._buckets.items()
-            if tokens + (now - last) * self.rate >= self.capacity
-        ]
-        for k in full:
-            del self._buckets[k]
 
 
 class Limiter:
@@ -86,28 +44,55 @@ class Limiter:
         self,
         per_minute: int,
         failures_per_minute: int,
-        clock: Callable[[], float] = time.monotonic,
+        storage: str = "memory://",
+        secret: bytes = b"",
     ) -> None:
-        self.keys = TokenBuckets(per_minute, clock) if per_minute > 0 else None
+        self.keys = limitstore.per_minute(per_minute) if per_minute > 0 else None
         self.failures = (
-            TokenBuckets(failures_per_minute, clock) if failures_per_minute > 0 else None
+            limitstore.per_minute(failures_per_minute) if failures_per_minute > 0 else None
         )
-        self._working: set[bytes] = set()
+        self._secret = secret
+        # The deployment's counts apart from another's in one Redis: a name from its secret.
+        namespace = hashlib.sha256(b"rate limits\0" + secret).hexdigest()[:16]
+        self.windows = limitstore.Windows(limitstore.open_storage(storage, namespace))
+        self._working: dict[bytes, float] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings, secret: bytes) -> Limiter:
+        """The limiter the settings describe, its shared store asked once (a warning if mute)."""
+        limiter = cls(
+            settings.rate_limit_per_minute,
+            settings.auth_failures_per_minute,
+            settings.rate_limit_storage.reveal(),
+            secret,
+        )
+        if limiter.keys is not None or limiter.failures is not None:
+            limiter.health()
+        return limiter
+
+    def health(self) -> str | None:
+        """None when the counts are kept where the setting says, else why not (/readyz)."""
+        return self.windows.probe()
 
     def before_lookup(self, client: str, token: str) -> None:
         """429 when this client spent its failed authentications and the key is not known good."""
-        if self.failures is None:
+        if self.failures is None or not self.windows.full(self.failures, "client", client):
             return
-        wait = self.failures.wait(client)
-        if wait > 0 and _digest(token) not in self._working:
-            raise _limited("Too many failed authentications from this address", wait)
+        digest = self._digest(token)
+        if digest in self._working or self.windows.marked(_mark(digest)):
+            return
+        wait = self.windows.wait(self.failures, "client", client)
+        raise _limited("Too many failed authentications from this address", wait)
 
     def failed(self, client: str, token: str) -> None:
         """Count a refused key against its client."""
         if self.failures is None:
             return
-        self.failures.take(client)
-        self._working.discard(_digest(token))
+        self.windows.hit(self.failures, "client", client)
+        # Revoked or expired since it worked: known good no more, here or anywhere.
+        digest = self._digest(token)
+        self._working.pop(digest, None)
+        self.windows.unmark(_mark(digest))
 
     def succeeded(self, key_id: str, token: str) -> None:
         """Remember a key that works and charge the request to it; 429 when it is spent.
@@ -116,14 +101,28 @@ class Limiter:
         with `charged`: a thread cannot set it for the context it was called from).
         """
         if self.failures is not None:
-            if len(self._working) >= MAX_WORKING:
-                self._working.clear()
-            self._working.add(_digest(token))
+            self._remember(self._digest(token))
         if self.keys is None or charged.get() == key_id:
             return
-        wait = self.keys.take(key_id)
-        if wait > 0:
+        if not self.windows.hit(self.keys, "key", key_id):
+            wait = self.windows.wait(self.keys, "key", key_id)
             raise _limited("Too many requests for this API key", wait)
+
+    def _remember(self, digest: bytes) -> None:
+        """Know a key as good here, and in the store for the other processes and hosts (a
+        write only when this process has not marked it within half of WORKING_SECONDS)."""
+        now = time.monotonic()
+        marked = self._working.get(digest)
+        if marked is not None and now - marked < WORKING_SECONDS / 2:
+            return
+        if len(self._working) >= MAX_WORKING:
+            self._working.clear()
+        self.windows.mark(_mark(digest), WORKING_SECONDS)
+        self._working[digest] = now
+
+    def _digest(self, token: str) -> bytes:
+        """A handle for a presented key: neither the limiter nor its store holds a usable key."""
+        return hmac.digest(self._secret, token.encode("utf-8", "replace"), "sha256")
 
 
 def client_address(scope: Scope) -> str:
@@ -132,9 +131,9 @@ def client_address(scope: Scope) -> str:
     return str(client[0]) if client else "unknown"
 
 
-def _digest(token: str) -> bytes:
-    """A handle for a presented key: the limiter never holds a usable key in memory."""
-    return hashlib.sha256(token.encode("utf-8", "replace")).digest()
+def _mark(digest: bytes) -> str:
+    """The store's name for the mark of a key that worked."""
+    return f"working/{digest.hex()}"
 
 
 def _limited(what: str, wait: float) -> errors.RateLimited:

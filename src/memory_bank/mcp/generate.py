@@ -275,7 +275,7 @@ def _outputs(
     return {"schema": {"type": "object", "anyOf": schemas}, "success": success}
 
 
-def _compact(node: Any, depth: int = 0) -> Any:
+def _compact(node: Any, depth: int = 0, items: bool = False) -> Any:
     """An output schema that names the envelope (its fields, their types, which are required)
     and calls what it holds an object or a list of objects, no deeper.
 
@@ -288,13 +288,16 @@ def _compact(node: Any, depth: int = 0) -> Any:
         return node
     out: dict[str, Any] = {}
     for key in ("type", "enum", "required"):
-        # Below the named levels an object is just an object: its fields are not listed.
-        if key in node and (key != "required" or depth < OUTPUT_LEVELS):
+        # Below the named levels an object is just an object: its fields are not listed; a
+        # list's items are named by type alone (their allowed values are the REST schema's).
+        if key in node and (
+            key == "type" or (key == "enum" and not items) or depth < OUTPUT_LEVELS
+        ):
             out[key] = copy.deepcopy(node[key])
     if "anyOf" in node:
-        out["anyOf"] = [_compact(option, depth) for option in node["anyOf"]]
+        out["anyOf"] = [_compact(option, depth, items) for option in node["anyOf"]]
     if "items" in node:
-        out["items"] = _compact(node["items"], depth)  # a list is no level of its own
+        out["items"] = _compact(node["items"], depth, True)  # a list is no level of its own
     if "properties" in node and depth < OUTPUT_LEVELS:
         out["properties"] = {k: _compact(v, depth + 1) for k, v in node["properties"].items()}
     return out

@@ -1,5 +1,6 @@
 """The closed-class words search_capabilities reads a phrase's shape with, in English, German,
-French and Spanish: no verbs and no nouns.
+French and Spanish: grammar, a few set phrases, and one class of verbs that says nothing about
+which capability (those that ask to see something); no nouns.
 
 What a phrase asks for is read from the capabilities' own text and the spec's example
 phrasings (mcp/ranking.py); these lists only say which words are grammar: which ones negate,
@@ -36,6 +37,8 @@ QUESTION_LEADS = _words(
     qu quoi quel quelle quels quelles qui quand ou pourquoi comment est
     cual cuales quien quienes cuando donde como"""
 )
+# Subject pronouns a question or request may open with before its verb ("tu peux ...").
+SUBJECTS = _words("you du ihr sie tu vous usted ustedes")
 # ... unless it is a polite request for an action: "can you save that?", "kannst du ...".
 REQUEST_LEADS = _words(
     """can could would will please
@@ -45,6 +48,45 @@ REQUEST_LEADS = _words(
 )
 # What follows one of these after a verb is the content, not the request: "note that ...".
 COMPLEMENTIZERS = _words("that dass que")
+# A later clause with one of these gives a new value for something the phrase drops: "scratch
+# the old number, the new one is ...", "vergiss die alte Adresse, die neue ist ...": an edit.
+REPLACEMENTS = _words(
+    """new instead
+    neu neue neuen neuer neues stattdessen
+    nouveau nouvel nouvelle nouveaux nouvelles plutot
+    nuevo nueva nuevos nuevas"""
+)
+# Set phrases read as the words they stand for: those that say "do not keep this" as a negated
+# verb, so the ranking declines as for "don't record that" ("off the record: ...", "unter uns").
+IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("off", "the", "record"): ("not", "record"),
+    # ... and set phrases that introduce something to keep: "for future reference, ...".
+    ("for", "future", "reference"): ("note",),
+    ("for", "the", "record"): ("note",),
+    ("just", "so", "you", "know"): ("note",),
+    ("fyi",): ("note",),
+    ("zur", "info"): ("notiere",),
+    ("pour", "info"): ("note",),
+    ("pour", "memoire"): ("note",),
+    ("para", "que", "conste"): ("anota",),
+    ("between", "us"): ("not", "record"),
+    ("unter", "uns"): ("nicht", "speichern"),
+    ("entre", "nous"): ("ne", "retiens", "pas"),
+    ("entre", "nosotros"): ("no", "guardes"),
+}
+# English prepositions: "that" before one is a pronoun ("put that in memory"), no clause.
+PREPOSITIONS = _words("in on at for to of from with about into onto by as over under")
+# English auxiliaries written onto a word ("I'd", "we'll"), spelled out.
+CLITICS = {"d": "would", "ll": "will", "re": "are", "ve": "have", "m": "am"}
+# What an HTTP method does to what its path names, as the verb people use for it.
+METHOD_VERBS = {"POST": "create", "PUT": "set", "PATCH": "update", "DELETE": "delete"}
+# English subjects that, before an auxiliary, start a clause "that" was left out of: "tell
+# the team we're moving", "note I'm away".
+CLAUSE_SUBJECTS = _words("i we he she they")
+AUXILIARIES = _words("am are is was were have has had will would")
+# With a negation, these stop something that goes on ("not anymore", "nicht mehr", "ne ...
+# plus"): not to remember any longer is to forget.
+CESSATION = _words("anymore longer mehr plus")
 # Clause boundaries besides punctuation: "denk dran und vergiss es nicht".
 CONJUNCTIONS = _words("and but und aber et mais y pero")
 # Words for "all of it": one word to the ranker, in every language ("alle", "todas").
@@ -76,6 +118,59 @@ STOP = _words(
 STOP |= _words(
     """what which whom whose when where why how welche welcher welches was wann wo warum wie
     quoi quel quelle quels quelles quand ou pourquoi comment cual cuales cuando donde como"""
+)
+# Verbs that only ask to see something, one word in every language (by how they start), so
+# that what is to be seen decides: "Enséñame el historial" is about the history.
+VERB_CLASSES = {
+    "show": ("show", "display", "zeig", "anzeig", "montre", "affich", "muestr", "ensen"),
+}
+# Words that point at one thing already in view ("that memory", "diesen Eintrag", "cette
+# note", "esa nota"): with a noun the spec's examples use for an item, the phrase is about one.
+DEMONSTRATIVES = _words(
+    """this that these those dies diese diesen dieser dieses ce cet cette ces ese esa este esta
+    esos esas estos estas"""
+)
+# The nouns for one stored thing (a memory, a draft): after a demonstrative they say the phrase
+# is about one the agent has in view; which kind each names comes from the spec's examples.
+ITEMS = _words(
+    """memory note entry record draft
+    erinnerung notiz eintrag entwurf
+    souvenir memoire entree brouillon
+    recuerdo nota memoria entrada borrador"""
+)
+# The same nouns in the plural: a phrase about several is about a collection, not one item.
+PLURAL_ITEMS = _words(
+    """memories notes entries records drafts
+    erinnerungen notizen eintrage entwurfe
+    souvenirs memoires entrees brouillons
+    recuerdos notas memorias entradas borradores"""
+)
+# Spanish pronouns written onto an imperative ("bórralo", "guárdalo", "muéstramelo"), longest
+# first: the verb without them is what the examples spell.
+ENCLITICS = tuple(
+    sorted(
+        _words(
+            """selos selas melos melas telos telas noslo nosla selo sela melo mela telo tela
+            nos los las les me te se lo la le"""
+        ),
+        key=lambda pronoun: (-len(pronoun), pronoun),
+    )
+)
+# Endings that inflect a verb or a noun ("merken", "looked", "guardes"), longest first: a word
+# the spec spells plus one of them is that word.
+ENDINGS = tuple(
+    sorted(
+        _words("s es ed d ing e en n t st et te ten r er ez ent ons o a as an ar ir"),
+        key=lambda ending: (-len(ending), ending),
+    )
+)
+# When something was saved or changed: a filter, never the user's own subject.
+TIME = _words(
+    """yesterday today tonight week weeks month months year ago since recently lately earlier
+    gestern vorgestern heute woche wochen monat monaten jahr seit kurzlich neulich bisher
+    hier aujourd aujourdhui semaine semaines mois annee depuis recemment jusqu ici
+    ayer anteayer hoy semana semanas mes meses ano desde recientemente pasada pasado hasta
+    ahora"""
 )
 # The product's own name says nothing about what to do with it.
 PRODUCT_NAMES = (("memory", "bank"), ("memory-bank",))

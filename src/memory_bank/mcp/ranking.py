@@ -1,20 +1,35 @@
 """Rank capabilities for a plain-language phrase: deterministic, from the spec's own words.
 
-Every capability has documents: its title, its summary, and the example phrasings the spec
-gives it (`x-mcp-examples`, in English, German, French and Spanish, with "…" where the user's
-own content goes). A phrase is compared with each of them by words, word stems and character
-n-grams (so "Lösch", "löschen" and "lösche" meet), weighted by how few capabilities use them;
-a capability scores its best document's similarity, plus a little of all its text together.
+Every capability has documents: its title, its summary, what its method and path say a change
+does ("create memory"), and the example phrasings the spec gives it (`x-mcp-examples`, in
+English, German, French and Spanish, with "…" where the user's own content goes). A phrase
+is compared with each of them by words, word stems and character n-grams (so "Lösch",
+"löschen" and "lösche" meet), weighted by how few capabilities use them; a capability scores
+its best document's similarity, plus a little of all its text together.
 
 Before that, the phrase's shape is read with closed-class words only (mcp/lexicon.py): its
-clauses, which of them are negated, whether it asks, what part is the content to save, ids,
-and words no capability uses (its topic). Negation and correction are then handled
-explicitly:
+clauses (an English one may start without its "that": "tell the team we're moving"), which
+of them are negated, whether it asks, what part is the content to save, ids, and words no
+capability uses (its topic). Negation and correction are then handled explicitly:
 
-- a negated "forget" is a save ("don't forget ...", "vergiss nicht, dass ...");
+- a negated clause that matches a negated example means what that example's capability does
+  ("don't remember that" is one of the delete's examples), unless the phrase also declines the
+  save it would undo ("between us, no need to remember it");
+- a negated "forget" is a save ("don't forget ...", "vergiss nicht, dass ..."), and a negated
+  save that stops ("not ... anymore", "nicht mehr", "ne ... plus") forgets;
 - any other negated action is declined ("never mind, don't save that"): no capability, unless
   another clause asks for a different one ("you shouldn't have kept that, delete it");
-- a contrast ("the 19th, not the 18th") is a correction: an edit.
+- a contrast ("the 19th, not the 18th"), or a later clause giving a new value ("scratch the
+  old number, the new one is ..."), is a correction: an edit;
+- a question about adding to a collection ("what did I save last week?") reads it, and one
+  mostly in the user's own words ("what time is my dentist appointment?") is a search;
+- an id, or "that memory" ("cette note", "diesen Eintrag"), favours the capabilities that take
+  such an id; items in the plural and none alone favour those on a collection.
+
+Before comparing, a phrase's words are spelled as the capabilities' text spells them (a
+Spanish imperative without its pronouns, a compound of two known words, an inflection its stem
+does not find, the other English spelling, two words written as one), so one example covers
+its inflected forms.
 
 A phrase that names no action but has a topic goes to the capability the spec marks
 `x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
@@ -48,6 +63,13 @@ PROFILE_WEIGHT = 0.3
 ACTION_FLOOR = 0.25
 # What the explicit rules add: a negated "forget", a contrast, an id of the right kind.
 KEEP_BONUS, CORRECTION_BONUS, ID_BONUS = 1.0, 0.35, 0.3
+# Below this share of words the capabilities know, a question is about the user's subject
+# (a search), and the search leads the rest by this much.
+TOPICAL, TOPICAL_MARGIN = 0.5, 0.05
+# How clearly a negated clause must say "forget" to be read as "remember".
+KEEP_FLOOR = 0.5
+# How close a negated clause must be to a negated example to mean what that example does.
+NEGATION_MATCH = 0.8
 # What an id leaves of a capability that takes no id of its kind.
 NO_ID_FACTOR = 0.5
 # What a question leaves of a capability that changes something.
@@ -57,6 +79,7 @@ _BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s)")
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
 _ID = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
 _ID_HINT = re.compile(r"\b([a-z][a-z0-9]*)_\.\.\.")
+_CLITIC = re.compile(r"^([a-z]+)'(d|ll|re|ve|m)$")
 _ELISION = re.compile(r"^(l|d|j|t|s|m|n|c|qu)'(.+)$")
 
 
@@ -75,6 +98,11 @@ def _split_words(segment: str) -> list[str]:
         if token in lexicon.CONTRACTIONS:
             out.extend(lexicon.CONTRACTIONS[token].split())
             continue
+        clitic = _CLITIC.match(token)
+        if clitic:
+            # "I'd", "we'll", "they're": the word and the auxiliary, not the word "id".
+            out.extend((clitic.group(1), lexicon.CLITICS[clitic.group(2)]))
+            continue
         elided = _ELISION.match(token)
         if elided:
             out.extend(elided.groups())
@@ -82,7 +110,17 @@ def _split_words(segment: str) -> list[str]:
             out.append(token[:-2])
         else:
             out.append(token.replace("'", ""))
-    return ["all" if word in lexicon.ALL else word for word in out]
+    return [_canonical(word) for word in out]
+
+
+def _canonical(word: str) -> str:
+    """One word for a class of words that says the same in every language ("all", "show")."""
+    if word in lexicon.ALL:
+        return "all"
+    for canonical, prefixes in lexicon.VERB_CLASSES.items():
+        if word.startswith(prefixes):
+            return canonical
+    return word
 
 
 @dataclass(frozen=True)
@@ -116,7 +154,9 @@ def parse(text: str) -> Phrase:
     # Pieces of text at even positions, the punctuation between them at odd ones.
     pieces = _BOUNDARY.split(folded)
     flat = [w for piece in pieces[::2] for w in _without_names(_split_words(piece))]
-    first = flat[0] if flat else ""
+    # "Tu peux noter ...", "du kannst ...": the verb after a subject pronoun leads.
+    lead = flat[1:] if flat[:1] and flat[0] in lexicon.SUBJECTS else flat
+    first = lead[0] if lead else ""
     asks = folded.strip().endswith("?") or "\u00bf" in text or first in lexicon.QUESTION_LEADS
     question = asks and first not in lexicon.REQUEST_LEADS and not _commands(flat)
     clauses: list[Clause] = []
@@ -129,7 +169,12 @@ def parse(text: str) -> Phrase:
         current: list[str] = []
         words = _without_names(_split_words(piece))
         for position, word in enumerate(words):
-            complementizer = acted and _introduces(word, words[position + 1 :])
+            rest = words[position + 1 :]
+            if acted and not question and _opens_clause(word, rest) and current:
+                # "tell the org we're switching ...": the "that" English may leave out.
+                clauses.append(_clause(current, content))
+                current, content = [], True
+            complementizer = acted and _introduces(word, rest)
             if word in lexicon.CONJUNCTIONS or complementizer:
                 if current:
                     clauses.append(_clause(current, content))
@@ -151,7 +196,15 @@ def _introduces(word: str, rest: list[str]) -> bool:
         return False
     if word != "that":
         return True
-    return bool(rest) and (rest[0] in lexicon.STOP or len(rest) >= 3)
+    # Not before a preposition or an item's noun: "put that in memory", "make that memory".
+    if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
+        return False
+    return rest[0] in lexicon.STOP or len(rest) >= 3
+
+
+def _opens_clause(word: str, rest: list[str]) -> bool:
+    """Whether a subject and its auxiliary start a clause of their own ("... we are moving")."""
+    return word in lexicon.CLAUSE_SUBJECTS and bool(rest) and rest[0] in lexicon.AUXILIARIES
 
 
 def _commands(words: list[str]) -> bool:
@@ -160,13 +213,18 @@ def _commands(words: list[str]) -> bool:
 
 
 def _without_names(words: list[str]) -> list[str]:
-    """The words with the product's own name read as what it holds ("my memory bank")."""
+    """The words with the product's own name read as what it holds ("my memory bank") and set
+    phrases read as what they say ("off the record" is "not record")."""
     out: list[str] = []
     i = 0
+    replacements: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
+        (name, ("memory",)) for name in lexicon.PRODUCT_NAMES
+    ]
+    replacements += list(lexicon.IDIOMS.items())
     while i < len(words):
-        for name in lexicon.PRODUCT_NAMES:
+        for name, meaning in replacements:
             if tuple(words[i : i + len(name)]) == name:
-                out.append("memory")
+                out.extend(meaning)
                 i += len(name)
                 break
         else:
@@ -206,6 +264,7 @@ def _meaningful(word: str) -> bool:
     return (
         word not in lexicon.STOP
         and word not in lexicon.NEGATIONS
+        and word not in lexicon.TIME
         and word != _SLOT
         and not word.isdigit()
         and _ID.match(word) is None
@@ -236,14 +295,29 @@ class _Index:
     def __init__(self, capabilities: tuple[Capability, ...]) -> None:
         self.capabilities = capabilities
         self.documents: list[_Document] = []
+        # The negated clauses of examples that say something by negating ("don't forget ..."):
+        # what a phrase's negated clause means when it matches one of them.
+        self.negated: list[_Document] = []
+        self.negated_leads: list[tuple[str, ...]] = []
         self.profiles: dict[str, dict[str, float]] = {}
         self.words: set[str] = set()
         self.stems: set[str] = set()
         for capability in capabilities:
             profile: dict[str, float] = {}
             for text in _texts(capability):
-                bag = _phrase_bag(parse(text), self._topic_of_example(text))
+                shape = parse(text)
+                # A negated clause says what the example does by what it refuses: it is
+                # matched against a phrase's negated clauses only.
+                refused = frozenset(i for i, c in enumerate(shape.clauses) if c.negated)
+                bag = _phrase_bag(shape, self._topic_of_example(text), refused)
                 self.documents.append(_Document(capability, bag))
+                for position in refused:
+                    negation_bag = _negation_bag(shape.clauses[position])
+                    self.negated.append(_Document(capability, negation_bag))
+                    self.negated_leads.append(_negation_lead(shape.clauses[position]))
+                    # Its words count for rarity, though not for the capability's profile.
+                    for feature in negation_bag:
+                        profile.setdefault(feature, 0.0)
                 for feature, value in bag.items():
                     profile[feature] = profile.get(feature, 0.0) + value
                 for word in parse(text).words:
@@ -261,6 +335,15 @@ class _Index:
             _Document(d.capability, self._weighted(d.bag)) for d in self.documents if d.bag
         ]
         self.profiles = {name: self._weighted(p) for name, p in self.profiles.items()}
+        self.negated = [_Document(d.capability, self._weighted(d.bag)) for d in self.negated]
+        # The kinds of id (mem, mdr) each item noun stands for: those of the capabilities
+        # whose examples use it.
+        self.items: dict[str, frozenset[str]] = {}
+        for capability in capabilities:
+            kinds = _id_prefixes(capability)
+            used = {w for text in capability.examples for w in parse(text).words}
+            for noun in lexicon.ITEMS & used if kinds else ():
+                self.items[noun] = self.items.get(noun, frozenset()) | kinds
 
     @staticmethod
     def _topic_of_example(text: str) -> bool:
@@ -273,9 +356,51 @@ class _Index:
         norm = math.sqrt(sum(v * v for v in out.values()))
         return {f: v / norm for f, v in out.items()} if norm else {}
 
+    def spelled(self, word: str) -> tuple[str, ...]:
+        """A word as the capabilities' text spells it: in the other English spelling, a
+        Spanish imperative without its pronouns ("bórralo" is "borra"), a compound of two known
+        words ("Änderungsverlauf" is "anderung verlauf"), without an inflection; unchanged when
+        none fits."""
+        if word in self.words or len(word) < 5:
+            return (word,)
+        # British and American spellings: "organization" is "organisation", "memorise" is
+        # "memorize".
+        for one, other in (("iz", "is"), ("is", "iz")):
+            if one in word and word.replace(one, other) in self.words:
+                return (word.replace(one, other),)
+        for pronoun in lexicon.ENCLITICS:
+            bare = word[: -len(pronoun)]
+            if word.endswith(pronoun) and bare in self.words:
+                return (bare,)
+        # An inflected form of a known word its stem does not find: "merken" of "merk",
+        # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
+        for ending in () if word[:5] in self.stems else lexicon.ENDINGS:
+            bare = word[: -len(ending)]
+            if word.endswith(ending) and len(bare) >= 4 and bare in self.words:
+                return (bare,)
+        if len(word) >= 9:
+            # German puts the head last: a known tail after a known head (with or without
+            # the linking "s" of "Änderungs-").
+            for cut in range(4, len(word) - 4):
+                head, tail = word[:cut], word[cut:]
+                if tail in self.words and (head in self.words or head[:-1] in self.words):
+                    return (head if head in self.words else head[:-1], tail)
+        return (word,)
+
     def known(self, word: str) -> bool:
         """Whether some capability's text uses this word (or its stem)."""
         return word in self.words or word[:5] in self.stems
+
+    def negation_meaning(self, clause: Clause) -> tuple[Capability | None, float]:
+        """The capability whose example negates the way this clause does, and how closely."""
+        query = self._weighted(_negation_bag(clause))
+        lead = _negation_lead(clause)
+        best: tuple[Capability | None, float] = (None, 0.0)
+        for document, document_lead in zip(self.negated, self.negated_leads, strict=True):
+            similarity = _dot(query, document.bag) if lead == document_lead else 0.0
+            if similarity > best[1]:
+                best = (document.capability, similarity)
+        return best
 
     def scores(self, bag: dict[str, float]) -> dict[str, float]:
         """Each capability's similarity to a phrase's features."""
@@ -300,10 +425,44 @@ def _dot(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 def _texts(capability: Capability) -> list[str]:
-    """The documents of a capability: its title, its summary and the spec's examples."""
+    """The documents of a capability: its title, its summary, what its HTTP binding says it
+    does, and the spec's examples."""
     title = str(capability.definition.get("title", ""))
     summary = str(capability.definition.get("description", "")).partition(". ")[0]
-    return [t for t in (title, summary, *capability.examples) if t.strip()]
+    return [t for t in (title, summary, _binding(capability), *capability.examples) if t.strip()]
+
+
+def _binding(capability: Capability) -> str:
+    """What a change's method and path say it does, as words: POST on a collection creates
+    one ("create memory"), PATCH updates, DELETE deletes, POST on an action runs it
+    ("confirm draft"). Reads say nothing their title does not."""
+    segments = [s for s in capability.path.strip("/").split("/")[1:] if s]
+    # One item's noun: the path names the collection ("drafts"), the change acts on one.
+    literal = [s[:-1] if s.endswith("s") else s for s in segments if not s.startswith("{")]
+    if capability.method == "GET" or not literal:
+        return ""
+    if capability.method == "POST" and len(segments) > 1 and segments[-2].startswith("{"):
+        # POST /drafts/{id}/confirm: the last segment is the action, on what is before it.
+        return f"{literal[-1]} {literal[-2] if len(literal) > 1 else ''}".strip()
+    return f"{lexicon.METHOD_VERBS.get(capability.method, '')} {literal[-1]}".strip()
+
+
+def _negation_bag(clause: Clause) -> dict[str, float]:
+    """The features of a negated clause's words that can say what to do."""
+    return _bag((word, 1.0) for word in clause.words if _meaningful(word))
+
+
+def _negation_lead(clause: Clause) -> tuple[str, ...]:
+    """How a negated clause opens, up to its negation, polite words aside: "don't remember
+    that" opens with ("do", "not"), "you don't need to remember this" with ("you", "do",
+    "not"), which is no instruction to forget."""
+    words = list(clause.words)
+    while words and words[0] in lexicon.REQUEST_LEADS:
+        words.pop(0)
+    for position, word in enumerate(words):
+        if word in lexicon.NEGATIONS:
+            return tuple(words[: position + 1])
+    return ()
 
 
 def _phrase_bag(
@@ -366,12 +525,43 @@ def _index(manifest: Manifest) -> _Index:
     return cached[1]
 
 
+def _joined(words: tuple[str, ...], index: _Index) -> list[str]:
+    """Two words the capabilities' text writes as one ("back up" is "backup")."""
+    out: list[str] = []
+    for word in words:
+        if out and out[-1] + word in index.words:
+            out[-1] += word
+        else:
+            out.append(word)
+    return out
+
+
+def _respelled(phrase: Phrase, index: _Index) -> Phrase:
+    """A phrase with its words spelled as the capabilities' text spells them, and a negation
+    of nothing but the user's own words read as a contrast ("I meant Thursday, not Tuesday")."""
+    clauses = []
+    for clause in phrase.clauses:
+        words = tuple(part for word in _joined(clause.words, index) for part in index.spelled(word))
+        rest = [w for w in words[1:] if _meaningful(w)]
+        valued = (
+            clause.negated
+            and words[0] in lexicon.NEGATIONS
+            and bool(rest)
+            and not any(index.known(w) for w in rest)
+        )
+        clauses.append(
+            Clause(words, clause.negated and not valued, clause.contrast or valued, clause.content)
+        )
+    return Phrase(tuple(clauses), phrase.question, phrase.ids)
+
+
 def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
     """What a phrase asks for among a manifest's capabilities and other operations."""
     phrase = parse(query)
     if not any(_meaningful(w) or _ID.match(w) for w in phrase.words):
         return Answer(())
     index = _index(manifest)
+    phrase = _respelled(phrase, index)
     by_name = {c.name: c for c in index.capabilities}
     negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
     scores = index.scores(_phrase_bag(phrase, False, negated, index))
@@ -384,13 +574,24 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         for w in c.words
         if _meaningful(w)
     ]
-    if asked:
-        coverage = sum(index.known(w) for w in asked) / len(asked)
-        scores = {name: value * coverage**0.75 for name, value in scores.items()}
+    coverage = sum(index.known(w) for w in asked) / len(asked) if asked else 1.0
+    scores = {name: value * coverage**0.75 for name, value in scores.items()}
+    # A question mostly in the user's own words asks what is known about them: "what time is
+    # my dentist appointment?", "who owns the billing service?".
+    # Not one about a memory in view: "what did that note say at first?".
+    topical = (
+        phrase.question and coverage < TOPICAL and not phrase.ids and not _referred(phrase, index)
+    )
     declined: Capability | None = None
     kept = False
+    meanings: list[tuple[Capability, float]] = []
     for position in sorted(negated):
         clause = phrase.clauses[position]
+        meant, similarity = index.negation_meaning(clause)
+        if meant is not None and similarity >= NEGATION_MATCH:
+            # The spec says what this negation means ("don't remember that" forgets).
+            meanings.append((meant, similarity))
+            continue
         alone = Phrase((Clause(clause.words, False, False, False),), False, frozenset())
         clause_scores = index.scores(_phrase_bag(alone, False, frozenset(), index))
         # What a negation refuses is a change ("don't save", "vergiss nicht"): reads aside.
@@ -398,23 +599,58 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         top, value = max(changes.items(), key=lambda item: item[1])
         if value < ACTION_FLOOR:
             continue
+        undo = _undoer(by_name[top], index.capabilities)
+        if (
+            undo is not None
+            and value >= KEEP_FLOOR
+            and not lexicon.CESSATION.isdisjoint(clause.words)
+        ):
+            # Not to keep something any longer is to forget it: "I don't want you to remember
+            # my salary anymore", "ne retiens plus ça".
+            scores[undo.name] += KEEP_BONUS + value
+            kept = True
+            continue
         keeper = _keeper(by_name[top], index.capabilities)
-        if keeper is not None:
+        if keeper is not None and value >= KEEP_FLOOR:
             # Not forgetting is remembering: "don't forget ...", "vergiss nicht, dass ...".
             scores[keeper.name] += KEEP_BONUS + value
             kept = True
         else:
-            declined = by_name[top]
-            scores[top] = min(scores[top], 0.0)
-    if any(c.contrast for c in phrase.clauses):
+            # A negated verb that is no clear "forget" refuses the change, and the safe
+            # reading of a vague one ("no memorices esto") is not to save: nothing to do.
+            declined = keeper or by_name[top]
+            scores[declined.name] = min(scores[declined.name], 0.0)
+    for meant, similarity in meanings:
+        # Declining a save and saying not to remember it ("between us, no need to remember
+        # it") forgets nothing: nothing was saved.
+        if declined is not None and _keeper(meant, index.capabilities) is declined:
+            continue
+        scores[meant.name] += KEEP_BONUS + similarity
+        kept = True
+    # Dropping something and giving a new value for it is a correction: "scratch the old
+    # number, the new one is ...".
+    replaced = (
+        not phrase.question
+        and by_name[max(scores, key=lambda name: scores[name])].method == "DELETE"
+        and any(
+            i > 0 and not c.content and not lexicon.REPLACEMENTS.isdisjoint(c.words)
+            for i, c in enumerate(phrase.clauses)
+        )
+    )
+    if replaced or any(c.contrast for c in phrase.clauses):
         for capability in index.capabilities:
             if capability.method == "PATCH":
                 scores[capability.name] += CORRECTION_BONUS
     if phrase.question:
-        # A question asks to be told something, not to change anything.
+        # A question asks to be told something, not to change anything: a question about a
+        # change to a collection ("what did I save last week?") asks to read that collection.
         for capability in index.capabilities:
-            if capability.method != "GET":
-                scores[capability.name] *= QUESTION_CHANGE_FACTOR
+            if capability.method == "GET":
+                continue
+            reader = _reader(capability, index.capabilities)
+            if reader is not None:
+                scores[reader.name] = max(scores[reader.name], scores[capability.name])
+            scores[capability.name] *= QUESTION_CHANGE_FACTOR
     if phrase.ids:
         # An id says which kind of thing the phrase is about: a tool taking no such id is
         # unlikely.
@@ -423,13 +659,27 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
                 scores[capability.name] += ID_BONUS
             else:
                 scores[capability.name] *= NO_ID_FACTOR
+    elif referred := _referred(phrase, index):
+        # So does "that memory", "ce brouillon": one thing in view, not a collection.
+        for capability in index.capabilities:
+            if referred & _id_prefixes(capability):
+                scores[capability.name] += ID_BONUS
+            elif "{" not in capability.path:
+                scores[capability.name] *= NO_ID_FACTOR
+    elif not lexicon.PLURAL_ITEMS.isdisjoint(phrase.words) and lexicon.ITEMS.isdisjoint(
+        phrase.words
+    ):
+        # Several items and no one of them ("list memories filtered by tag", "show the
+        # drafts"): a collection, not one item.
+        for capability in index.capabilities:
+            if "{" in capability.path:
+                scores[capability.name] *= NO_ID_FACTOR
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
         return Answer((), declined)
-    if best < ACTION_FLOOR and not kept:
-        fallback = next((c for c in index.capabilities if c.fallback), None)
-        if fallback is not None:
-            scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR)
+    fallback = next((c for c in index.capabilities if c.fallback), None)
+    if fallback is not None and not kept and (best < ACTION_FLOOR or topical):
+        scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR, best + TOPICAL_MARGIN)
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
@@ -454,6 +704,40 @@ def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
         (c for c in capabilities if c.method == "POST" and c.path == collection and c.reachable),
         None,
     )
+
+
+def _referred(phrase: Phrase, index: _Index) -> frozenset[str]:
+    """The kinds of id a phrase points at with a demonstrative ("that memory", "ce brouillon")."""
+    found: set[str] = set()
+    for clause in phrase.clauses:
+        if clause.content:
+            continue
+        for word, after in zip(clause.words, clause.words[1:], strict=False):
+            if word in lexicon.DEMONSTRATIVES:
+                found.update(index.items.get(after, ()))
+    return frozenset(found)
+
+
+def _undoer(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
+    """For a capability that adds to a collection (POST on it), the one that deletes an item
+    of it."""
+    if capability.method != "POST":
+        return None
+    return next(
+        (
+            c
+            for c in capabilities
+            if c.method == "DELETE" and c.path.rsplit("/", 1)[0] == capability.path
+        ),
+        None,
+    )
+
+
+def _reader(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
+    """For a capability that adds to a collection (POST on it), the one that lists it (GET)."""
+    if capability.method != "POST":
+        return None
+    return next((c for c in capabilities if c.method == "GET" and c.path == capability.path), None)
 
 
 def _id_prefixes(capability: Capability) -> frozenset[str]:

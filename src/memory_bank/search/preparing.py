@@ -20,15 +20,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memory_bank.models")
 
-# The outbox worker's thread (domain/vector_jobs.py): only it is let go on a wake-up.
-WORKER_THREAD = "embedding-worker"
-
 _preparations: dict[str, Preparation] = {}
 _lock = threading.Lock()
-
-
-class NotReady(RuntimeError):
-    """The model is still being prepared (retryable: the worker tries again later)."""
 
 
 class Unavailable(RuntimeError):
@@ -95,31 +88,25 @@ class Preparation(local_model.Report):
             return f"embeddings {self.model}: failed, search is lexical: {self.error}"
         return f"embeddings {self.model}: {self._phase}; search is lexical until it is ready"
 
-    def stand_in(self, wake: threading.Event) -> _StandIn:
-        """A provider that waits for this preparation (wake: the outbox worker's event)."""
-        return _StandIn(self, wake)
+    def stand_in(self) -> _StandIn:
+        """A provider that waits for this preparation."""
+        return _StandIn(self)
 
 
 class _StandIn:
-    """The provider while the model is prepared: embed waits for it, then embeds.
+    """The provider while the model is prepared: embed waits for it, then embeds. Its callers
+    are the ones that want vectors now (reindex --vectors, a test draining by hand); the
+    outbox worker does not call it while the model is prepared (domain/vector_jobs.py), so a
+    stop never waits for a model."""
 
-    The outbox worker's stop() sets `wake` and then waits for the worker thread, so that thread
-    must not wait here past a wake-up: it gets NotReady (retryable: its jobs stay queued) and
-    its loop sees the stop, or after a save's wake-up simply tries again later."""
-
-    def __init__(self, preparation: Preparation, wake: threading.Event) -> None:
+    def __init__(self, preparation: Preparation) -> None:
         self.model = preparation.model
         self._preparation = preparation
-        self._wake = wake
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """The texts' vectors, once the model is ready."""
         preparation = self._preparation
-        worker = threading.current_thread().name == WORKER_THREAD
-        while not preparation.finished.wait(0.25):
-            if worker and self._wake.is_set():
-                self._wake.clear()
-                raise NotReady(f"{self.model} is still being prepared")
+        preparation.finished.wait()
         if preparation.provider is None:
             raise Unavailable(preparation.error)
         return preparation.provider.embed(texts)

@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
 from memory_bank.store import service_state
+from memory_bank.store.owners import is_org
 from memory_bank.store.schema import metadata, owner_tables
 
 STATE_NAME = "shards"
@@ -248,6 +249,18 @@ def unreachable(conn: Connection, found: list[Backend]) -> list[str]:
                 raise
             down.append(backend.name)
     return down
+
+
+def reachable(
+    conn: Connection, sharded: bool, own: str, wanted: list[str]
+) -> tuple[list[str], list[str]]:
+    """The owners to read, and the scopes ("org", "user") left out because the backend holding
+    them is down. Only with several backends (`sharded`), and never the caller's own rows
+    (`own`): without them the answer is a 503."""
+    if not sharded:
+        return wanted, []
+    down = [o for o in wanted if o != own and not answers(conn, o)]
+    return [o for o in wanted if o not in down], ["org" if is_org(o) else "user" for o in down]
 
 
 def answers(conn: Connection, owner: str) -> bool:

@@ -158,7 +158,7 @@ async function loadMemories(reset) {
     const empty = narrowed(filters)
       ? "No memory matches these filters."
       : "No memories yet. What your agents save shows up here.";
-    setStatus(status, list.children.length ? "" : empty);
+    setStatus(status, `${list.children.length ? "" : empty}${orgMissing(page)}`.trim());
   } catch (problem) {
     if (reset) list.replaceChildren();
     report(problem, status, () => loadMemories(reset));
@@ -186,6 +186,21 @@ function narrowed(filters) {
   return filters.tags.length > 0 || Boolean(filters.createdAfter || filters.createdBefore);
 }
 
+/** A note when an answer left the org's memories out (their database backend is down; only
+ * the org's can be missing: without the caller's own the answer is a 503). */
+function orgMissing(answer) {
+  return (answer.unavailable ?? []).includes("org")
+    ? " Your organisation's memories could not be read just now."
+    : "";
+}
+
+/** How the server ranked a search, in words (the answer's `mode`). */
+const RANKED_BY = {
+  hybrid: "Ranked by meaning and words (hybrid).",
+  semantic: "Ranked by meaning (semantic).",
+  lexical: "Ranked by words only (lexical).",
+};
+
 /** Whose memories to show: "all", "user" (Personal) or "org" (Organisation). */
 function scopeFilter() {
   return document.querySelector('#scope-filter input[name="scope"]:checked')?.value || "all";
@@ -208,14 +223,14 @@ async function search(event) {
   setStatus(status, "Searching…");
   try {
     const filters = narrowFilter();
-    const { results } = await api.search(q, scopeFilter(), filters);
+    const { results, mode, unavailable } = await api.search(q, scopeFilter(), filters);
     list.replaceChildren(...results.map((m) => cardFor(m, m.score)));
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
     const among = narrowed(filters) ? " among the filtered ones" : "";
-    setStatus(
-      status,
-      results.length ? `${count} “${q}”${among}, best first.` : `No memory matches “${q}”${among}.`,
-    );
+    const found = results.length
+      ? `${count} “${q}”${among}, best first.`
+      : `No memory matches “${q}”${among}.`;
+    setStatus(status, `${found} ${RANKED_BY[mode] ?? ""}${orgMissing({ unavailable })}`.trim());
   } catch (problem) {
     list.replaceChildren(); // stale cards under an error would read as results
     report(problem, status, () => search(event));
