@@ -1,6 +1,11 @@
 """tools/cpu_paths.py: the packaged MiniLM's reference check on x86-64 with AVX2 only (no VNNI),
 under `qemu-x86_64 -cpu Haswell`, whatever CPU runs the suite (issue 29: the suite exercises the
-non-VNNI path on any machine)."""
+non-VNNI path on any machine).
+
+Only the short reference texts (--short): emulated, they run the same int8 kernels in about
+13 s of CPU, where all three texts took about 160 s (the third reaches the model's cut) and
+all-mpnet-base-v2's seven about 375 s; `python tools/cpu_paths.py` runs them all (docs/search.md,
+"Reference cosines by CPU path")."""
 
 from __future__ import annotations
 
@@ -41,12 +46,12 @@ def _rows(*args: str) -> list[dict[str, object]]:
 
 def test_minilm_matches_the_original_model_on_avx2_without_vnni() -> None:
     _require_qemu()
-    [row] = _rows("--paths", "haswell", "--models", MINILM)
+    [row] = _rows("--paths", "haswell", "--models", MINILM, "--short")
     assert row["model"] == MINILM, row["note"]
     # The emulated CPU is the path meant: AVX2, and neither VNNI extension.
     features = str(row["note"]).removeprefix("cpu: ").split()
     assert "avx2" in features
     assert not {"avx_vnni", "avx512_vnni", "avx512f"} & set(features)
     cosines = row["cosines"]
-    assert isinstance(cosines, list) and len(cosines) == 3
+    assert isinstance(cosines, list) and len(cosines) == 2
     assert min(cosines) >= 0.98, cosines
