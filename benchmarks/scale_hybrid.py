@@ -51,6 +51,8 @@ MODEL = "local"
 CACHE_MB = 256
 # The matrix cache's bytes per row beyond the vector (the id and its bookkeeping).
 ID_BYTES = 80
+# scale.py's own number of memories per user (latency() changes scale.PER_USER).
+PER_USER = scale.PER_USER
 
 
 def provider_for(setting: str) -> LocalProvider:
@@ -143,7 +145,10 @@ def _row(user: str, mid: str, raw: bytes, model: str, dim: int) -> dict[str, Any
 
 def http_search(base_url: str, key: str, mode: str) -> Any:
     """Search over HTTP in one mode, checking the mode that answered."""
-    client = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"})
+    # A cold search loads every one of the user's vectors: seconds at 100k on a busy machine.
+    client = httpx.Client(
+        base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120
+    )
 
     def run(q: str) -> object:
         r = client.get("/v1/memory/search", params={"q": q, "limit": 10, "mode": mode})
@@ -165,7 +170,7 @@ def rss_kb(pid: int) -> int:
 def target(engine_name: str, total: int, per_user: int) -> scale.Target:
     """scale.py's database for this size, or, with another number of memories per user, one of
     its own (scale.py's loader marks what it loaded with the number per user)."""
-    if per_user == scale.PER_USER:
+    if per_user == PER_USER:
         return scale.target_for(engine_name, total, reset=False)
     name = f"scale-{total}-per-user-{per_user}"
     if engine_name == "sqlite":
@@ -186,7 +191,7 @@ def latency(
     queries: list[str],
     n: int,
     model: str = MODEL,
-    per_user: int = scale.PER_USER,
+    per_user: int = PER_USER,
     cold_queries: int = 100,
 ) -> dict[str, Any]:
     """p50/p95 of lexical, hybrid warm and hybrid cold at one size, plus the query embedding."""
@@ -313,9 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model", default=MODEL, help="MEMORY_BANK_EMBEDDINGS: local or local:<name>"
     )
-    parser.add_argument(
-        "--per-user", type=int, default=scale.PER_USER, help="memories per loaded user"
-    )
+    parser.add_argument("--per-user", type=int, default=PER_USER, help="memories per loaded user")
     parser.add_argument("--cold-queries", type=int, default=100, help="queries of the cold case")
     parser.add_argument("--saves", type=int, default=600, help="saves per side, in 6 blocks")
     parser.add_argument("--skip-latency", action="store_true")
