@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 results["latency"].append(row)
                 print(json.dumps(row), flush=True)
         if not args.skip_saves:
-            for embeddings in ("off", "local"):
+            for embeddings in ("off", args.model):
                 row = save_ratio(engine_name, embeddings, 6, args.saves // 6)
                 results["saves"].append(row)
                 print(json.dumps(row), flush=True)
@@ -368,10 +368,14 @@ def main(argv: list[str] | None = None) -> int:
             f"| {cells} | {bound:.1f}: {verdict} |"
         )
     for row in results["saves"]:
+        drained = (
+            ""
+            if row["drain_s"] is None
+            else f", backlog {row['pending_at_end']:.0f} drained in {row['drain_s']:.1f} s"
+        )
         print(
             f"{row['engine']} embeddings={row['embeddings']}: saves {row['saves_per_s']:.0f}/s, "
-            f"/healthz {row['healthz_per_s']:.0f}/s, ratio {row['ratio']:.2f}, "
-            f"backlog {row['pending_at_end']}, drained in {row['drain_s']} s"
+            f"/healthz {row['healthz_per_s']:.0f}/s, ratio {row['ratio']:.2f}{drained}"
         )
     return 0
 
