@@ -16,6 +16,7 @@ sweep cannot look at held-out data. `--grid` prints the sweep over the tuning sp
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import textwrap
@@ -312,7 +313,7 @@ def plot(questions: Sequence[Question], rows: Sequence[Variant], path: Path) -> 
 
 
 def print_table(questions: Sequence[Question], rows: Sequence[Variant]) -> None:
-    """The ablation table, markdown (nan: that split was not built)."""
+    """The ablation table, markdown ("-": that split was not built)."""
     print(
         "| variant | LoCoMo R@10 tune | held-out | paraphrase a H@5 tune | held-out | "
         "paraphrase b H@5 tune | held-out |"
@@ -323,7 +324,7 @@ def print_table(questions: Sequence[Question], rows: Sequence[Variant]) -> None:
         print(
             f"| {v.name} | "
             + " | ".join(
-                f"{part[split]:.3f}"
+                "-" if math.isnan(part[split]) else f"{part[split]:.3f}"
                 for part in (r.locomo, r.paraphrase, r.paraphrase_b)
                 for split in ("tune", "held-out")
             )
