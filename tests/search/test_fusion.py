@@ -1,11 +1,12 @@
-"""The hybrid blend on hand-made candidate lists: the coverage-driven weight and fuse()'s
-scores, order, cut and ties (no model, no database)."""
+"""The hybrid blend on hand-made candidate lists: the coverage-driven weight, fuse()'s scores,
+order, cut and ties, and BM25 read against the query's attainable score (no model, no
+database)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory_bank.search.fusion import BLEND, Blend, fuse
+from memory_bank.search.fusion import BLEND, Blend, attainable, fuse
 
 
 def test_the_weight_is_the_uncovered_one_at_or_below_low_and_the_covered_one_from_high():
@@ -97,3 +98,42 @@ def test_keys_may_be_owner_and_id_pairs():
     cosine = {("alice", "m1"): 0.2, ("org", "m2"): 0.6}
     fused = fuse(lexical, [], cosine, weight=0.5, limit=10)
     assert fused == [(("org", "m2"), pytest.approx(1.0)), (("alice", "m1"), pytest.approx(0.5))]
+
+
+def test_the_attainable_score_is_the_sum_of_the_query_terms_weights():
+    # A memory of average length holding each term once scores each term's weight.
+    assert attainable({"penicillin": 3.5, "allergy": 1.25, "unseen": 6.0}) == pytest.approx(10.75)
+    assert attainable({}) == 0.0
+
+
+def test_bm25_is_read_against_the_attainable_score_when_no_hit_reaches_it():
+    # bm25 / 8: a 0.5, b 0.25, c 0; cosine as before: a 1/3, b 0, c 1.
+    fused = fuse(LEXICAL, DENSE, COSINE, weight=0.5, limit=10, attainable=8.0)
+    assert [k for k, _ in fused] == ["c", "a", "b"]
+    assert [s for _, s in fused] == pytest.approx([0.5, 0.25 + 0.5 / 3, 0.125])
+
+
+def test_a_best_hit_above_the_attainable_score_sets_the_scale_as_before():
+    # Short memories or repeated terms score past the attainable sum: the best hit is then 1.
+    assert fuse(LEXICAL, DENSE, COSINE, 0.5, 10, attainable=3.0) == fuse(
+        LEXICAL, DENSE, COSINE, 0.5, 10
+    )
+    assert fuse(LEXICAL, DENSE, COSINE, 0.5, 10, attainable=0.0) == fuse(
+        LEXICAL, DENSE, COSINE, 0.5, 10
+    )
+
+
+def test_a_near_miss_that_holds_a_fraction_of_the_query_no_longer_outranks_the_meaning():
+    # A paraphrased question: the answer shares no word with it (no BM25), the best cosine;
+    # a distractor shares one rare word (a quarter of the query's weight) and is near in
+    # meaning; the rest of the candidates are far.
+    lexical = [("distractor", 2.0), ("other", 0.5)]
+    cosine = {"answer": 0.62, "distractor": 0.50, "other": 0.20, "far": 0.10}
+    dense = sorted(cosine.items(), key=lambda kv: kv[1], reverse=True)
+    weight = BLEND.dense_weight(0.25)
+    # Against the best hit, the distractor takes the whole lexical share and leads.
+    before = fuse(lexical, dense, cosine, weight, 3)
+    assert [k for k, _ in before][:2] == ["distractor", "answer"]
+    # Against what the query could score (8.0), it holds a quarter of it and the answer leads.
+    after = fuse(lexical, dense, cosine, weight, 3, attainable=8.0)
+    assert [k for k, _ in after][:2] == ["answer", "distractor"]
