@@ -180,5 +180,7 @@ def _semantic(
         return [(o, mid, s) for (o, mid), s in dense[:limit]]
     cosine.update(dense)
     weight = blend.dense_weight(coverage)
-    fused = fusion.fuse(lexical, dense, cosine, weight, limit)
+    # BM25 is read against what the query could score, not against its best hit (fusion.py).
+    attainable = max((fusion.attainable(r.weights) for r, _ in rankings.values()), default=0.0)
+    fused = fusion.fuse(lexical, dense, cosine, weight, limit, attainable)
     return [(o, mid, s) for (o, mid), s in fused]
