@@ -8,8 +8,8 @@ MEMORY_BANK_EMBEDDINGS spells it; content and context snippets, as the worker ma
 every other user's vectors are random unit vectors written straight into memory_vector
 (embedding 1M texts on this CPU takes hours, and a search reads only the searcher's vectors).
 Then, over HTTP against real servers and interleaved query by query: lexical (mode=lexical),
-hybrid with the per-worker matrix cache warm (its size raised to hold the user's matrix when the
-default would not), and hybrid with the cache off (MEMORY_BANK_EMBEDDINGS_CACHE_MB=0: every
+hybrid with the per-worker matrix cache warm (the default size, which keeps the matrix searched
+last even past its budget), and hybrid with the cache off (MEMORY_BANK_EMBEDDINGS_CACHE_MB=0: every
 search loads the user's vectors, the cold case). Each server is used only once /metrics shows
 no embedding pending (every memory has its vector). The query embedding alone is timed
 in-process on the same questions, and the cache's memory per worker is the matrix's size and
@@ -215,8 +215,8 @@ def latency(
         "MEMORY_BANK_EMBEDDINGS_WORKER": "false",
         "MEMORY_BANK_METRICS_ENABLED": "true",
     }
-    # Warm means the user's matrix stays cached: room for it when the default has none.
-    warm_env = {**env, "MEMORY_BANK_EMBEDDINGS_CACHE_MB": str(max(CACHE_MB, int(matrix_mb) + 64))}
+    # Warm: the default cache keeps the matrix searched last, even one past its budget.
+    warm_env = {**env, "MEMORY_BANK_EMBEDDINGS_CACHE_MB": str(CACHE_MB)}
     cold_env = {**env, "MEMORY_BANK_EMBEDDINGS_CACHE_MB": "0"}
     with (
         common.serve(where.url, env=warm_env) as warm,

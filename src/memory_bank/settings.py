@@ -199,7 +199,7 @@ class Settings:
     embeddings_cache_mb: int = _setting(
         256,
         "Megabytes of owners' vector matrices cached per worker process for semantic search "
-        "(least recently used out first).",
+        "(least recently used out first; the latest stays, alone, even when larger; 0 = off).",
     )
     model_hub: str = _setting(
         "https://huggingface.co",

@@ -130,10 +130,32 @@ def test_the_least_recently_used_owner_leaves_past_the_budget():
     assert len(cache) == 2 and cache.nbytes == 2 * one.nbytes
 
 
-def test_a_matrix_larger_than_the_budget_is_not_kept_and_drops_the_owner_s_old_one():
+def test_a_matrix_larger_than_the_budget_is_kept_alone():
+    small, large = _matrix("a", [[1.0]]), _matrix("abcdef", [[1.0] * 8] * 6)
+    cache = MatrixCache(max_bytes=2 * small.nbytes)
+    cache.put("alice", "v1", "m", small)
+    cache.put("bob", "v1", "m", large)
+    # Reloading it for every search would hold as much memory per search and take seconds.
+    assert cache.get("bob", "v1", "m") is large
+    assert cache.get("alice", "v1", "m") is None
+    assert len(cache) == 1 and cache.nbytes == large.nbytes
+    cache.put("alice", "v1", "m", small)
+    assert cache.get("bob", "v1", "m") is None
+    assert len(cache) == 1 and cache.nbytes == small.nbytes
+
+
+def test_a_new_version_too_large_replaces_the_owner_s_old_one():
     small, large = _matrix("a", [[1.0]]), _matrix("abcdef", [[1.0] * 8] * 6)
     cache = MatrixCache(max_bytes=small.nbytes)
     cache.put("alice", "v1", "m", small)
     cache.put("alice", "v2", "m", large)
+    assert len(cache) == 1 and cache.nbytes == large.nbytes
+    assert cache.get("alice", "v1", "m") is None
+    assert cache.get("alice", "v2", "m") is large
+
+
+def test_a_budget_of_zero_keeps_nothing():
+    cache = MatrixCache(max_bytes=0)
+    cache.put("alice", "v1", "m", _matrix("a", [[1.0]]))
     assert len(cache) == 0 and cache.nbytes == 0
     assert cache.get("alice", "v1", "m") is None

@@ -158,16 +158,20 @@ class MatrixCache:
             return found[2]
 
     def put(self, owner: str, version: str, model: str, matrix: Matrix) -> None:
-        """Keep the owner's matrix, evicting the least recently used past the budget."""
+        """Keep the owner's matrix, evicting the least recently used past the budget; the
+        newest stays even alone past it (a budget of 0 keeps nothing)."""
         with self._lock:
             old = self._entries.pop(owner, None)
             if old is not None:
                 self._bytes -= old[2].nbytes
-            if matrix.nbytes > self.max_bytes:
+            if self.max_bytes <= 0:
                 return
+            # A matrix larger than the budget is kept too, alone: each of its owner's searches
+            # holds the whole matrix in memory while it runs anyway, so dropping it saves no
+            # peak memory and costs a reload of every vector per search (5 s at 100k).
             self._entries[owner] = (version, model, matrix)
             self._bytes += matrix.nbytes
-            while self._bytes > self.max_bytes and self._entries:
+            while self._bytes > self.max_bytes and len(self._entries) > 1:
                 _, (_, _, gone) = self._entries.popitem(last=False)
                 self._bytes -= gone.nbytes
 
