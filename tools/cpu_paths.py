@@ -13,11 +13,12 @@ prints the cosine of each reference text's vector to the original fp32 model's: 
 search/reference.py checks at start, and for all-mpnet-base-v2 the seven texts of
 tests/search/data/mpnet_reference.json. A model passes at 0.98 (reference.MIN_COSINE).
 
-Needs Debian's qemu-user (`apt-get install qemu-user`). x86-64 with VNNI is run only when
+Needs Debian's qemu-user (`apt-get install qemu-user`). x86-64 with VNNI is emulated only when
 qemu-x86_64 can emulate AVX-VNNI or AVX-512 VNNI (Debian 12's qemu 7.2 can do neither: the
-row says so). The ARM64 paths need `prepare-arm64` (Debian's arm64 Python 3.11 packages
-unpacked into a directory, plus aarch64 wheels of onnxruntime, numpy and tokenizers at the
-versions installed here) and root: onnxruntime's CPU detection reads /proc/cpuinfo, which
+row says so); on a host that has VNNI, the host row is that path (its note lists the cpuid
+bits). The ARM64 paths need `prepare-arm64` (Debian's arm64 Python 3.11 packages unpacked
+into a directory, plus aarch64 wheels of onnxruntime, numpy and tokenizers at the versions
+installed here) and root: onnxruntime's CPU detection reads /proc/cpuinfo, which
 qemu 7.2 passes through from the x86 host, and crashes on it, so each ARM64 run sees an
 ARM64 /proc/cpuinfo bind-mounted in a mount namespace of its own (`unshare -m`).
 """
@@ -340,6 +341,9 @@ def measure(
                         f"not run: qemu-x86_64 {version} TCG emulates neither AVX-VNNI nor "
                         f"AVX-512 VNNI (-cpu max gives: {' '.join(features)})"
                     )
+                    native = {"avx_vnni", "avx512_vnni"} & set(_probe_features([sys.executable]))
+                    if native:
+                        note += f"; this host has {' '.join(sorted(native))}: see the host row"
                     rows.append(Row(path.name, path.kernel, "-", [], note=note))
                     continue
             rows += _run(path, _x86_command(path), job_file, dict(os.environ))
