@@ -36,8 +36,9 @@ A phrase that names no action but has a topic goes to the capability the spec ma
 
 With an embedding model (semantic search on and its model ready; mcp/server.py), an English
 phrase (mcp/language.py) is also compared in meaning with each capability's texts: each
-capability loses SEMANTIC_WEIGHT per cosine point it is behind the closest one, before the
-fallback and the declined check. The default model is English and ranks German, French and
+capability the words found keeps less of its score the further it is behind the closest one
+(SEMANTIC_WEIGHT), before the fallback and the declined check; the model reorders, it adds
+and removes nothing. The default model is English and ranks German, French and
 Spanish phrases worse than the words do, so those are ranked by words alone. Without a model,
 or when it fails, the ranking is the lexical one, unchanged (tests/mcp/lexical_ranking.json).
 """
@@ -82,9 +83,10 @@ NEGATION_MATCH = 0.8
 NO_ID_FACTOR = 0.5
 # What a question leaves of a capability that changes something.
 QUESTION_CHANGE_FACTOR = 0.6
-# With an embedding model, what each cosine point a capability is behind the phrase's closest
-# one costs it (tuned on the tune halves of phrasings_c and _d and on the probes only).
-SEMANTIC_WEIGHT = 1.5
+# With an embedding model, the share of its score each cosine point a capability is behind the
+# phrase's closest one costs it, and the least share it keeps (chosen on the tune halves of
+# phrasings_c and _d and on the probes only).
+SEMANTIC_WEIGHT, SEMANTIC_FLOOR = 3.0, 0.05
 
 _BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s)")
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
@@ -690,7 +692,7 @@ def answer(
                 scores[capability.name] *= NO_ID_FACTOR
     meaning = _meaning(manifest, index, query, embedder) if embedder is not None else None
     if meaning is not None:
-        _blend(scores, meaning, declined)
+        _blend(scores, meaning)
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
         return Answer((), declined)
@@ -770,15 +772,13 @@ def _meaning(
     return {c.name: float(closest[i]) for i, c in enumerate(index.capabilities)}
 
 
-def _blend(
-    scores: dict[str, float], meaning: dict[str, float], declined: Capability | None
-) -> None:
-    """Add what the model says to the lexical scores: how far each capability is behind the
-    phrase's closest one, weighted (nothing for a capability the phrase declines)."""
+def _blend(scores: dict[str, float], meaning: dict[str, float]) -> None:
+    """Scale each capability's score down by how far it is behind the phrase's closest one in
+    meaning: the model reorders what the words found, it adds and removes nothing."""
     closest = max(meaning.values())
     for name, value in meaning.items():
-        if declined is None or name != declined.name:
-            scores[name] += SEMANTIC_WEIGHT * (value - closest)
+        if scores[name] > 0:
+            scores[name] *= max(SEMANTIC_FLOOR, 1 + SEMANTIC_WEIGHT * (value - closest))
 
 
 def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
