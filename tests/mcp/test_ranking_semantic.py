@@ -212,3 +212,60 @@ def test_the_documented_figures_with_a_model_are_current(model):
     start = gen.model_figures_start(model)
     documented = gen.documented_figures(gen.DOC.read_text(encoding="utf-8"), start)
     assert documented == gen.model_figures(model), f"run gen_mcp.py --figures-with {model}"
+
+
+@pytest.mark.model
+def test_a_running_server_with_semantic_search_ranks_by_meaning_once_ready(tmp_path):
+    from starlette.testclient import TestClient
+
+    from memory_bank.app import create_app
+    from memory_bank.settings import Settings
+    from memory_bank.state import dispose, state_of
+    from memory_bank.store import api_keys
+    from memory_bank.store.engine import writing
+
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path}/mcp.db", embeddings="local:all-MiniLM-L6-v2"
+    )
+    app = create_app(settings)
+    state = state_of(app)
+    scopes = ("mcp:read", "mcp:write")
+    key = writing(state.db.engine, lambda c: api_keys.create_key(c, "t", scopes, "f", "o", None))
+    headers = {
+        "Authorization": f"Bearer {key[0]}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+        "Mcp-Method": "tools/call",
+    }
+    phrase = "please hang on to my badge number"
+
+    def search(client: TestClient) -> list[tuple[str, float]]:
+        arguments = {"query": phrase, "limit": 3}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": capabilities.SEARCH, "arguments": arguments},
+        }
+        response = client.post("/mcp", json=body, headers=headers)
+        found = response.json()["result"]["structuredContent"]["results"]
+        return [(r["name"], r["score"]) for r in found]
+
+    tools = manifest.load()
+    lexical = [(c.name, s) for c, s in ranking.rank(tools, phrase, 3)]
+    # Other tests of this process may have embedded the shipped manifest with this model.
+    ranking._VECTORS.clear()
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8080") as client:
+            assert state.semantic.ready
+            # The first search finds the capabilities not embedded yet: lexical, at once.
+            assert search(client) == lexical
+            deadline = time.monotonic() + 60
+            while not ranking.prepared(tools, state.semantic.provider):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            expected = ranking.rank(tools, phrase, 3, state.semantic.provider)
+            assert expected != ranking.rank(tools, phrase, 3)
+            assert search(client) == [(c.name, s) for c, s in expected]
+    finally:
+        dispose(state)
