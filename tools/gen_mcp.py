@@ -42,7 +42,7 @@ FIGURES_END = "<!-- end of figures -->"
 NEGATIONS = ("negation", "no_save", "negation_trap")
 LANGUAGES = ("en", "de", "fr", "es")
 # The sets written before tuning, split into a tune and a held-out half, newest first.
-HELD_OUT_SETS = ("phrasings_c.json", "phrasings_b.json")
+HELD_OUT_SETS = ("phrasings_d.json", "phrasings_c.json", "phrasings_b.json")
 
 
 def _shown(path: Path) -> str:
@@ -134,20 +134,24 @@ def _tools_list(version: str) -> dict[str, Any]:
     return request
 
 
-def phrasing_passes(manifest: Any, text: str, expected: str) -> bool:
-    """Whether search_capabilities puts the expected capability first; for "none" (the user
-    declines), whether it offers nothing or nothing that changes anything first."""
+def phrasing_passes(manifest: Any, text: str, expected: str, embedder: Any = None) -> bool:
+    """Whether search_capabilities puts the expected capability first (ranking by meaning too
+    with an embedder); for "none" (the user declines), whether it offers nothing or nothing
+    that changes anything first."""
     from memory_bank.mcp import ranking
 
-    ranked = ranking.rank(manifest, text, 3)
+    ranked = ranking.rank(manifest, text, 3, embedder)
     if expected == "none":
         return not ranked or ranked[0][0].method == "GET"
     return bool(ranked) and ranked[0][0].name == expected
 
 
-def rank_1(split: str = "holdout", name: str = "phrasings_b.json") -> dict[str, tuple[int, int]]:
+def rank_1(
+    split: str = "holdout", name: str = "phrasings_b.json", embedder: Any = None
+) -> dict[str, tuple[int, int]]:
     """(right first, phrasings) on a split of a set written before tuning (phrasings_b.json,
-    phrasings_c.json): all, per language, negations."""
+    phrasings_c.json, phrasings_d.json): all, per language, negations; lexical, or with an
+    embedding model when one is given."""
     from memory_bank.mcp import manifest as manifest_module
 
     tools = manifest_module.load()
@@ -160,7 +164,7 @@ def rank_1(split: str = "holdout", name: str = "phrasings_b.json") -> dict[str, 
         groups = ["all", entry["lang"], *(["negations"] if entry["kind"] in NEGATIONS else [])]
         if entry["lang"] != "en":
             groups.append("non-English")
-        good = phrasing_passes(tools, entry["text"], entry["expected"])
+        good = phrasing_passes(tools, entry["text"], entry["expected"], embedder)
         for group in groups:
             total[group] += 1
             passed[group] += good
@@ -215,9 +219,40 @@ def figures() -> str:
     return "\n".join(lines)
 
 
-def documented_figures(text: str) -> str:
-    """The figures block as docs/mcp.md has it (empty when it has none)."""
-    start, end = text.find(FIGURES_START), text.find(FIGURES_END)
+def model_figures_start(model: str) -> str:
+    """The line that opens the block of figures measured with an embedding model."""
+    return (
+        f"<!-- figures with {model}: `tools/gen_mcp.py --figures-with {model}`, checked by "
+        "tests/mcp/test_ranking_semantic.py -->"
+    )
+
+
+def model_figures(model: str) -> str:
+    """The held-out rank-1 of search_capabilities ranking English phrases by meaning too, with
+    a local model (semantic search's), next to the lexical figure, measured now."""
+    from memory_bank.search import local_model
+
+    embedder = local_model.load(model)
+    lines = [
+        model_figures_start(model),
+        "",
+        f"| held-out rank-1 | phrasings | lexical | with {model} |",
+        "|---|---|---|---|",
+    ]
+    for name in HELD_OUT_SETS[:2]:
+        lexical, blended = rank_1("holdout", name), rank_1("holdout", name, embedder)
+        for group in ("all", *LANGUAGES, "non-English", "negations"):
+            (plain, count), (good, _) = lexical[group], blended[group]
+            shown = f"{plain}/{count} = {plain / count:.0%} | {good}/{count} = {good / count:.0%}"
+            lines.append(f"| `{name}` holdout, {group} | {count} | {shown} |")
+    lines += ["", FIGURES_END]
+    return "\n".join(lines)
+
+
+def documented_figures(text: str, start_line: str = FIGURES_START) -> str:
+    """A figures block as docs/mcp.md has it (empty when it has none)."""
+    start = text.find(start_line)
+    end = text.find(FIGURES_END, start) if start >= 0 else -1
     return text[start : end + len(FIGURES_END)] if 0 <= start < end else ""
 
 
@@ -232,9 +267,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--figures", action="store_true", help="print the figures block docs/mcp.md quotes"
     )
+    parser.add_argument(
+        "--figures-with",
+        metavar="MODEL",
+        help="print the held-out rank-1 block with a local embedding model (all-MiniLM-L6-v2)",
+    )
     args = parser.parse_args(argv)
     if args.figures:
         print(figures())
+        return 0
+    if args.figures_with:
+        print(model_figures(args.figures_with))
         return 0
     try:
         spec = yaml.safe_load(args.spec.read_text(encoding="utf-8"))

@@ -27,6 +27,20 @@ HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.86, 0.86
 # On phrasings_c_probes.json, tuned on: 422/459 = 0.92 when this was written.
 PROBE_FLOOR = 0.91
 C_FLOORS = {"all": 0.89, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90, "es": 0.81}
+# Floors on the held-out half of phrasings_d.json (written and committed before the embedding
+# blend, never tuned on; lexical ranking, as the suite runs with semantic search off).
+# Measured: 47/55 = 0.85 overall, en 21/25, de 10/10, fr 9/10, es 7/10, non-English 26/30,
+# negations 8/10; each floor is one miss below. Short of the 0.90 overall: reported
+# as measured (tests/mcp/test_ranking_semantic.py has the figures with a model).
+D_FLOORS = {
+    "all": 46 / 55,
+    "en": 20 / 25,
+    "de": 9 / 10,
+    "fr": 8 / 10,
+    "es": 6 / 10,
+    "non-English": 25 / 30,
+    "negations": 7 / 10,
+}
 
 
 def _gen_mcp():
@@ -175,6 +189,18 @@ def test_rank_1_on_the_third_set_held_out_in_four_languages():
         assert good / count >= floor, (group, shown)
 
 
+def test_rank_1_on_the_fourth_set_held_out_in_four_languages():
+    found = _gen_mcp().rank_1("holdout", "phrasings_d.json")
+    shown = {
+        group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
+    }
+    print("phrasings_d.json held-out rank-1 (lexical):", shown)
+    assert found["all"][1] == 55
+    for group, floor in D_FLOORS.items():
+        good, count = found[group]
+        assert good / count >= floor, (group, shown)
+
+
 def test_rank_1_on_the_probes_it_was_tuned_on():
     # Tuned on, so a floor against regressions, not a measure of generalisation.
     tools = manifest.load()
@@ -189,7 +215,7 @@ def test_rank_1_on_the_probes_it_was_tuned_on():
     assert 1 - len(misses) / len(entries) >= PROBE_FLOOR, misses
 
 
-@pytest.mark.parametrize("name", ["phrasings_b.json", "phrasings_c.json"])
+@pytest.mark.parametrize("name", ["phrasings_b.json", "phrasings_c.json", "phrasings_d.json"])
 def test_the_held_out_half_is_untouched(name):
     # The split was fixed when the set was written: alternate entries per language.
     data = json.loads((HERE / name).read_text(encoding="utf-8"))

@@ -133,11 +133,17 @@ def _skeleton(schema: Any) -> Any:
     return out
 
 
-def search_results(manifest: Manifest, view: Manifest, query: str, limit: int) -> dict[str, Any]:
+def search_results(
+    manifest: Manifest,
+    view: Manifest,
+    query: str,
+    limit: int,
+    embedder: ranking.Embedder | None = None,
+) -> dict[str, Any]:
     """The structured answer of search_capabilities: what the phrase asks for among every
     capability, each one the caller's key may not run (not in view) with a note saying so,
-    never another capability in its place."""
-    found = ranking.answer(manifest, query, limit)
+    never another capability in its place (ranked by meaning too with an embedder)."""
+    found = ranking.answer(manifest, query, limit, embedder)
     usable = set(view.names)
     answer: dict[str, Any] = {
         "results": [_result(c, score, c.name in usable) for c, score in found.ranked]

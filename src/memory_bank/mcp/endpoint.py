@@ -26,7 +26,7 @@ from memory_bank.http.urls import base_url
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp import oauth, transport
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
-from memory_bank.mcp.server import REQUEST_HOST, build_server
+from memory_bank.mcp.server import REQUEST_HOST, build_server, semantic_embedder
 from memory_bank.state import AppState
 
 MCP_PATHS = ("/mcp", "/mcp/")
@@ -107,7 +107,12 @@ class McpMiddleware:
             )
             executor = Executor(client, _credential.get)
             tools = manifest_module.load()
-            self._server = build_server(tools, executor, lambda: tools.for_scopes(_scopes.get()))
+            self._server = build_server(
+                tools,
+                executor,
+                lambda: tools.for_scopes(_scopes.get()),
+                semantic_embedder(self.state.semantic, tools),
+            )
         return self._server
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -33,6 +33,14 @@ its inflected forms.
 
 A phrase that names no action but has a topic goes to the capability the spec marks
 `x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
+
+With an embedding model (semantic search on and its model ready; mcp/server.py), an English
+phrase (mcp/language.py) is also compared in meaning with each capability's texts: each
+capability the words found keeps less of its score the further it is behind the closest one
+(SEMANTIC_WEIGHT), before the fallback and the declined check; the model reorders, it adds
+and removes nothing. The default model is English and ranks German, French and
+Spanish phrases worse than the words do, so those are ranked by words alone. Without a model,
+or when it fails, the ranking is the lexical one, unchanged (tests/mcp/lexical_ranking.json).
 """
 
 from __future__ import annotations
@@ -43,8 +51,9 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Protocol
 
-from memory_bank.mcp import lexicon
+from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
 
 # The stand-in for the user's own content in an example ("remember that …").
@@ -74,6 +83,10 @@ NEGATION_MATCH = 0.8
 NO_ID_FACTOR = 0.5
 # What a question leaves of a capability that changes something.
 QUESTION_CHANGE_FACTOR = 0.6
+# With an embedding model, the share of its score each cosine point a capability is behind the
+# phrase's closest one costs it, and the least share it keeps (chosen on the tune halves of
+# phrasings_c and _d and on the probes only).
+SEMANTIC_WEIGHT, SEMANTIC_FLOOR = 3.0, 0.05
 
 _BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s)")
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
@@ -555,8 +568,11 @@ def _respelled(phrase: Phrase, index: _Index) -> Phrase:
     return Phrase(tuple(clauses), phrase.question, phrase.ids)
 
 
-def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
-    """What a phrase asks for among a manifest's capabilities and other operations."""
+def answer(
+    manifest: Manifest, query: str, limit: int = 3, embedder: Embedder | None = None
+) -> Answer:
+    """What a phrase asks for among a manifest's capabilities and other operations; with an
+    embedder, an English phrase is also ranked by meaning (module docstring)."""
     phrase = parse(query)
     if not any(_meaningful(w) or _ID.match(w) for w in phrase.words):
         return Answer(())
@@ -674,6 +690,9 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
         for capability in index.capabilities:
             if "{" in capability.path:
                 scores[capability.name] *= NO_ID_FACTOR
+    meaning = _meaning(manifest, index, query, embedder) if embedder is not None else None
+    if meaning is not None:
+        _blend(scores, meaning)
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
         return Answer((), declined)
@@ -686,12 +705,80 @@ def answer(manifest: Manifest, query: str, limit: int = 3) -> Answer:
     return Answer(tuple(ranked[:limit]), declined, kept)
 
 
-def rank(manifest: Manifest, query: str, limit: int = 3) -> list[tuple[Capability, float]]:
+def rank(
+    manifest: Manifest, query: str, limit: int = 3, embedder: Embedder | None = None
+) -> list[tuple[Capability, float]]:
     """Capabilities (and other operations) best matching a phrase, best first, with scores.
 
     Only those that score above zero are returned; a phrase of nothing but grammar, or one
     that declines an action and asks for nothing else, finds nothing."""
-    return list(answer(manifest, query, limit).ranked)
+    return list(answer(manifest, query, limit, embedder).ranked)
+
+
+class Embedder(Protocol):
+    """An embedding model (search/embeddings.Provider is one): unit-length rows per text."""
+
+    model: str
+
+    def embed(self, texts: list[str]) -> Any:
+        """One unit-length row per text (a numpy array)."""
+
+
+# The capabilities' documents as vectors, per manifest and model: (manifest, matrix, the
+# capability each row is of).
+_VECTORS: dict[tuple[int, str], tuple[Manifest, Any, Any]] = {}
+
+
+def prepared(manifest: Manifest, embedder: Embedder) -> bool:
+    """Whether the capabilities' vectors of this model are ready (ranking by meaning is quick)."""
+    cached = _VECTORS.get((id(manifest), embedder.model))
+    return cached is not None and cached[0] is manifest
+
+
+def prepare(manifest: Manifest, embedder: Embedder) -> tuple[Any, Any]:
+    """The vectors of every capability's documents (its texts, as the lexical ranking reads
+    them) by this model, and the capability each is of; made once per manifest and model."""
+    import numpy as np
+
+    key = (id(manifest), embedder.model)
+    cached = _VECTORS.get(key)
+    if cached is None or cached[0] is not manifest:
+        texts, owners = [], []
+        for number, capability in enumerate(_index(manifest).capabilities):
+            for text in _texts(capability):
+                texts.append(text)
+                owners.append(number)
+        matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
+        cached = _VECTORS[key] = (manifest, matrix, np.asarray(owners))
+    return cached[1], cached[2]
+
+
+def _meaning(
+    manifest: Manifest, index: _Index, query: str, embedder: Embedder
+) -> dict[str, float] | None:
+    """How close an English phrase is in meaning to each capability (its closest document, as
+    cosine); None for another language, or when the model fails (lexical alone then)."""
+    if not language.is_english(query):
+        return None
+    import numpy as np
+
+    try:
+        matrix, owners = prepare(manifest, embedder)
+        vector = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
+    except Exception:  # a model that fails costs the ranking its meaning, never the answer
+        return None
+    closest = np.full(len(index.capabilities), -1.0)
+    np.maximum.at(closest, owners, matrix @ vector)
+    return {c.name: float(closest[i]) for i, c in enumerate(index.capabilities)}
+
+
+def _blend(scores: dict[str, float], meaning: dict[str, float]) -> None:
+    """Scale each capability's score down by how far it is behind the phrase's closest one in
+    meaning: the model reorders what the words found, it adds and removes nothing."""
+    closest = max(meaning.values())
+    for name, value in meaning.items():
+        if scores[name] > 0:
+            scores[name] *= max(SEMANTIC_FLOOR, 1 + SEMANTIC_WEIGHT * (value - closest))
 
 
 def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextvars
+import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -13,9 +16,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from memory_bank import __version__, errors
-from memory_bank.mcp import capabilities
+from memory_bank.mcp import capabilities, ranking
 from memory_bank.mcp.executor import OPERATION_HEADER, Executor, error_result, structured_result
 from memory_bank.mcp.manifest import Manifest
+
+log = logging.getLogger("memory_bank.mcp")
 
 INSTRUCTIONS = (
     "memory-bank keeps the user's memories. Search with the user's own words before answering "
@@ -91,12 +96,52 @@ def tools_list_bytes(view: Manifest) -> int:
     return len(response.model_dump_json(by_alias=True, exclude_unset=True).encode())
 
 
+# What gives search_capabilities an embedding model when one is ready now (None: lexical).
+Embedders = Callable[[], ranking.Embedder | None]
+
+
+def semantic_embedder(semantic: Any, manifest: Manifest) -> Embedders:
+    """The app's semantic search model (domain.semantic.Semantic) once it is ready and has
+    embedded the manifest's capabilities; none while semantic search is off, its model is
+    still being prepared or failed, or the capabilities are being embedded (in a thread of
+    their own, started by the first search that finds the model ready: seconds to tens of
+    seconds on a CPU, which no search waits for)."""
+    started: list[str] = []
+
+    def current() -> ranking.Embedder | None:
+        if semantic is None or not semantic.ready:
+            return None
+        provider: ranking.Embedder = semantic.provider
+        if ranking.prepared(manifest, provider):
+            return provider
+        if provider.model not in started:
+            started.append(provider.model)
+            threading.Thread(
+                target=_prepare, args=(manifest, provider), name="mcp-embed", daemon=True
+            ).start()
+        return None
+
+    return current
+
+
+def _prepare(manifest: Manifest, provider: ranking.Embedder) -> None:
+    """Embed the capabilities' texts; a failure leaves search_capabilities lexical."""
+    try:
+        ranking.prepare(manifest, provider)
+    except Exception as exc:  # the model's trouble is logged by semantic search itself
+        log.warning("search_capabilities stays lexical: embedding its texts failed (%s)", exc)
+
+
 def build_server(
-    manifest: Manifest, executor: Executor, view: Callable[[], Manifest] | None = None
+    manifest: Manifest,
+    executor: Executor,
+    view: Callable[[], Manifest] | None = None,
+    embedder: Embedders | None = None,
 ) -> Server[Any]:
     """A low-level MCP server whose tools are the manifest's capabilities (and whose prompt is
     the "## Memory Bank" instructions); `view` gives the part of the manifest the current
-    caller's scopes allow (default: all of it)."""
+    caller's scopes allow (default: all of it); `embedder` the model search_capabilities
+    ranks English phrases with too (default: none, lexical ranking alone)."""
     current = view or (lambda: manifest)
     # Tool lists per view; views are made once per set of scopes (Manifest.for_scopes), so
     # this stays small. The view is kept with its list, so its id cannot be reused.
@@ -125,7 +170,9 @@ def build_server(
             # A protocol error (the spec: -32602); a bad name given to execute_capability is
             # that tool's argument error instead (dispatch).
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-        return await dispatch(manifest, executor, params.name, params.arguments or {}, current())
+        model = embedder() if embedder is not None else None
+        arguments = params.arguments or {}
+        return await dispatch(manifest, executor, params.name, arguments, current(), model)
 
     async def list_prompts(
         _ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -159,18 +206,27 @@ async def dispatch(
     name: str,
     arguments: dict[str, Any],
     view: Manifest | None = None,
+    embedder: ranking.Embedder | None = None,
 ) -> types.CallToolResult:
     """Run one tool call: a manifest capability, or one of the two search-first tools.
 
-    Search ranks what the caller may use (view); a call runs whatever the manifest has, and
-    REST refuses one the key lacks the scope for, naming that scope."""
+    Search ranks what the caller may use (view), by meaning too with an embedder; a call runs
+    whatever the manifest has, and REST refuses one the key lacks the scope for, naming that
+    scope."""
     if name == capabilities.SEARCH:
         problem = executor.check(name, capabilities.SEARCH_INPUT, arguments)
         if problem is not None:
             return error_result(problem)
-        found = capabilities.search_results(
-            manifest, view or manifest, arguments["query"], arguments.get("limit", 3)
-        )
+        query, limit = arguments["query"], arguments.get("limit", 3)
+        if embedder is None:
+            found = capabilities.search_results(manifest, view or manifest, query, limit)
+        else:
+            # The model runs on a thread, not on the event loop other requests share.
+            found = await anyio.to_thread.run_sync(
+                lambda: capabilities.search_results(
+                    manifest, view or manifest, query, limit, embedder
+                )
+            )
         return structured_result(found)
     if name == capabilities.EXECUTE:
         problem = executor.check(name, capabilities.execute_input(manifest), arguments)

@@ -20,7 +20,7 @@ from memory_bank.http.lifespan import embedding_worker
 from memory_bank.mcp import manifest as manifest_module
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.manifest import Manifest
-from memory_bank.mcp.server import build_server
+from memory_bank.mcp.server import build_server, semantic_embedder
 from memory_bank.mcp.stdio_auth import CannotStart, check_key, local_key, remote_tools
 from memory_bank.settings import Settings
 
@@ -28,11 +28,13 @@ from memory_bank.settings import Settings
 @dataclass(frozen=True)
 class Session:
     """What a stdio session talks to and as whom: a client for the REST API, the key it
-    presents, and the tools that key may use."""
+    presents, and the tools that key may use; in-process, also the app's semantic search
+    (search_capabilities ranks English phrases by meaning with its model once it is ready)."""
 
     client: httpx.AsyncClient
     key: str
     view: Manifest
+    semantic: Any = None
 
 
 def run(
@@ -50,7 +52,9 @@ def run(
         # SIGTERM from a host should end the session as cleanly as Ctrl-C.
         signal.signal(signal.SIGTERM, _interrupt)
         executor = Executor(session.client, lambda: session.key, key_setting="MEMORY_BANK_MCP_KEY")
-        server = build_server(manifest, executor, lambda: session.view)
+        server = build_server(
+            manifest, executor, lambda: session.view, semantic_embedder(session.semantic, manifest)
+        )
 
         async def main() -> None:
             async with session.client, stdio_server() as (read, write):
@@ -98,6 +102,6 @@ def _session(
         # The in-process transport runs no lifespan, so the embedding worker that `serve`
         # runs there is started here: saved memories get their vectors in this process too.
         with embedding_worker(state):
-            yield Session(client, key, manifest.for_scopes(scopes))
+            yield Session(client, key, manifest.for_scopes(scopes), state.semantic)
     finally:
         app_state.dispose(state)
