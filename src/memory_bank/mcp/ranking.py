@@ -168,7 +168,10 @@ def parse(text: str) -> Phrase:
     pieces = _BOUNDARY.split(folded)
     flat = [w for piece in pieces[::2] for w in _without_names(_split_words(piece))]
     # "Tu peux noter ...", "du kannst ...": the verb after a subject pronoun leads.
-    lead = flat[1:] if flat[:1] and flat[0] in lexicon.SUBJECTS else flat
+    # "¿Me puedes apuntar ...?", "te importa ...": and so does one after an object pronoun.
+    lead = flat
+    while lead[1:] and (lead[0] in lexicon.SUBJECTS or lead[0] in lexicon.OBJECT_LEADS):
+        lead = lead[1:]
     first = lead[0] if lead else ""
     asks = folded.strip().endswith("?") or "\u00bf" in text or first in lexicon.QUESTION_LEADS
     question = asks and first not in lexicon.REQUEST_LEADS and not _commands(flat)
@@ -188,6 +191,14 @@ def parse(text: str) -> Phrase:
                 clauses.append(_clause(current, content))
                 current, content = [], True
             complementizer = acted and _introduces(word, rest)
+            wish = current or (list(clauses[-1].words) if clauses and not content else [])
+            if complementizer and _wishes(wish):
+                # "quiero que recuerdes ...": the wanted clause is the request, not content;
+                # a negation of the wanting negates it ("ya no quiero que lo recuerdes").
+                if not current:
+                    clauses.pop()
+                current = [w for w in wish if w not in lexicon.VOLITION]
+                continue
             if word in lexicon.CONJUNCTIONS or complementizer:
                 if current:
                     clauses.append(_clause(current, content))
@@ -213,6 +224,18 @@ def _introduces(word: str, rest: list[str]) -> bool:
     if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
         return False
     return rest[0] in lexicon.STOP or len(rest) >= 3
+
+
+def _wishes(words: list[str]) -> bool:
+    """Whether a clause only wants or needs something ("je voudrais", "no hace falta")."""
+    return not lexicon.VOLITION.isdisjoint(words) and all(
+        w in lexicon.VOLITION
+        or w in lexicon.STOP
+        or w in lexicon.NEGATIONS
+        or w in lexicon.SUBJECTS
+        or w in lexicon.CESSATION
+        for w in words
+    )
 
 
 def _opens_clause(word: str, rest: list[str]) -> bool:
