@@ -410,7 +410,15 @@ class _Index:
                 return (bare,)
         # An inflected form of a known word its stem does not find: "merken" of "merk",
         # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
-        for ending in () if word[:5] in self.stems else lexicon.ENDINGS:
+        # A German imperative drops its "e" ("Änder das" of "Ändere"), or keeps it.
+        if word + "e" in self.words:
+            return (word + "e",)
+        # A known stem takes a verb's person ending off ("korrigiere" is "korrigier"), not a
+        # participle's: "a stored fact" says what is, it asks to store nothing.
+        endings = lexicon.ENDINGS
+        if word[:5] in self.stems:
+            endings = tuple(e for e in endings if e not in lexicon.PARTICIPLES)
+        for ending in endings:
             bare = word[: -len(ending)]
             if word.endswith(ending) and len(bare) >= 4 and bare in self.words:
                 return (bare,)
