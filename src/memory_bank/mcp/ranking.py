@@ -852,10 +852,36 @@ def _undoer(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
 
 
 def _reader(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
-    """For a capability that adds to a collection (POST on it), the one that lists it (GET)."""
+    """For a capability that adds to a collection (POST on it), the one that lists it (GET);
+    for one that edits an item (PATCH), the one that lists the item's changes (a GET on a
+    collection under it: "who changed that note?" asks for its history)."""
+    if capability.method == "PATCH":
+        return next(
+            (
+                c
+                for c in capabilities
+                if c.method == "GET"
+                and c.path.startswith(capability.path + "/")
+                and "{" not in c.path[len(capability.path) :]
+            ),
+            None,
+        )
     if capability.method != "POST":
         return None
-    return next((c for c in capabilities if c.method == "GET" and c.path == capability.path), None)
+    same = next((c for c in capabilities if c.method == "GET" and c.path == capability.path), None)
+    if same is not None or "{" not in capability.path:
+        return same
+    # An action on an item ("restore" a revision): the collection it is in ("who changed it
+    # last?" about a restore's revisions).
+    above = [
+        c
+        for c in capabilities
+        if c.method == "GET"
+        and not c.path.endswith("}")
+        and "{" in c.path
+        and capability.path.startswith(c.path + "/")
+    ]
+    return max(above, key=lambda c: len(c.path), default=None)
 
 
 def _id_prefixes(capability: Capability) -> frozenset[str]:
