@@ -871,14 +871,13 @@ def _reader(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
     same = next((c for c in capabilities if c.method == "GET" and c.path == capability.path), None)
     if same is not None or "{" not in capability.path:
         return same
-    # An action on an item ("restore" a revision): the collection it is in ("who changed it
-    # last?" about a restore's revisions).
+    # An action on an item: the collection it is in ("who changed it last?" about a restore's
+    # revisions, "anything I need to approve?" about the drafts a confirm takes).
     above = [
         c
         for c in capabilities
         if c.method == "GET"
         and not c.path.endswith("}")
-        and "{" in c.path
         and capability.path.startswith(c.path + "/")
     ]
     return max(above, key=lambda c: len(c.path), default=None)
