@@ -631,6 +631,9 @@ def answer(
     )
     declined: Capability | None = None
     kept = False
+    # What the clauses that negate nothing ask for, clearly: a negated clause after it gives
+    # a reason ("delete that memory, it's not true anymore"), it asks for nothing else.
+    asked_for = max(scores.values(), default=0.0) >= KEEP_FLOOR
     meanings: list[tuple[Capability, float]] = []
     for position in sorted(negated):
         clause = phrase.clauses[position]
@@ -671,6 +674,8 @@ def answer(
         # Declining a save and saying not to remember it ("between us, no need to remember
         # it") forgets nothing: nothing was saved.
         if declined is not None and _keeper(meant, index.capabilities) is declined:
+            continue
+        if asked_for and scores[meant.name] < max(scores.values()):
             continue
         scores[meant.name] += KEEP_BONUS + similarity
         kept = True
