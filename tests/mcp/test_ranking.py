@@ -26,6 +26,7 @@ HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.86, 0.86
 # deterministic; the 0.90 is not reached): the figure is what docs/mcp.md quotes.
 # On phrasings_c_probes.json, tuned on: 422/459 = 0.92 when this was written.
 PROBE_FLOOR = 0.91
+D_PROBE_FLOOR = 0.95
 C_FLOORS = {"all": 0.89, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90, "es": 0.81}
 # Floors on the held-out half of phrasings_d.json (written and committed before the embedding
 # blend, never tuned on; lexical ranking, as the suite runs with semantic search off).
@@ -215,6 +216,19 @@ def test_rank_1_on_the_probes_it_was_tuned_on():
     assert 1 - len(misses) / len(entries) >= PROBE_FLOOR, misses
 
 
+def test_rank_1_on_the_everyday_probes_it_was_tuned_on():
+    # phrasings_d_probes.json, tuned on: a floor against regressions (measured 157/163 when
+    # this was written; untuned, its first batch was 74/91 and its second 71/72).
+    tools = manifest.load()
+    entries = json.loads((HERE / "phrasings_d_probes.json").read_text(encoding="utf-8"))
+    misses = [
+        e["text"]
+        for e in entries["phrasings"]
+        if not _gen_mcp().phrasing_passes(tools, e["text"], e["expected"])
+    ]
+    assert 1 - len(misses) / len(entries["phrasings"]) >= D_PROBE_FLOOR, misses
+
+
 @pytest.mark.parametrize("name", ["phrasings_b.json", "phrasings_c.json", "phrasings_d.json"])
 def test_the_held_out_half_is_untouched(name):
     # The split was fixed when the set was written: alternate entries per language.
@@ -261,6 +275,22 @@ def test_the_held_out_half_is_untouched(name):
         ("Ne retiens plus ça", "deleteMemoryById"),
         # An English clause without its "that" is still the content.
         ("let everyone on my team know we're retiring the v1 API in May", "postMemory"),
+        # A wanted clause is the request itself, not content to save; the wanting's negation
+        # and "plus" carry over to it.
+        ("Quisiera que apuntes que mi coche es azul", "postMemory"),
+        ("Il faudrait que tu notes que le train part à 8h", "postMemory"),
+        ("Ich möchte, dass du dir merkst, dass ich Linkshänder bin", "postMemory"),
+        ("Je ne veux plus que tu retiennes mon numéro", "deleteMemoryById"),
+        # A polite question may open with an object pronoun, or in the Sie form.
+        ("¿Me podrías guardar que el martes no puedo?", "postMemory"),
+        ("Würden Sie notieren, dass ich im Urlaub bin?", "postMemory"),
+        # A German imperative with or without its "e", a person ending off a known stem.
+        ("Entfern den Eintrag", "deleteMemoryById"),
+        ("Berichtig die Notiz: der Kurs ist am Montag", "patchMemoryById"),
+        # A question about an edit or a restore of an item asks for its history.
+        ("Wer hat diesen Eintrag zuletzt bearbeitet?", "getMemoryRevisions"),
+        # A negated clause after a clear request gives a reason, it asks for nothing else.
+        ("Lösche die Notiz über den Kurs, das stimmt nicht mehr", "deleteMemoryById"),
     ],
 )
 def test_structural_rules_rank_the_right_tool_first(phrase, best):

@@ -56,7 +56,7 @@ OBJECT_LEADS = _words("me te nos os mir dir")
 VOLITION = _words(
     """want wants need needs
     will willst mochte mochtest mochten wunsche
-    veux veut voudrais voudrait voulais faut souhaite aimerais
+    veux veut voudrais voudrait voulais faut faudrait souhaite aimerais
     quiero quieres quisiera queria necesito hace falta gustaria"""
 )
 # A later clause with one of these gives a new value for something the phrase drops: "scratch

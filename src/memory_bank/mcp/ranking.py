@@ -19,17 +19,24 @@ capability uses (its topic). Negation and correction are then handled explicitly
   save that stops ("not ... anymore", "nicht mehr", "ne ... plus") forgets;
 - any other negated action is declined ("never mind, don't save that"): no capability, unless
   another clause asks for a different one ("you shouldn't have kept that, delete it");
+- a negated clause after a clear request gives a reason ("delete that memory, it's not true
+  anymore"), it changes nothing the request asks;
 - a contrast ("the 19th, not the 18th"), or a later clause giving a new value ("scratch the
   old number, the new one is ..."), is a correction: an edit;
-- a question about adding to a collection ("what did I save last week?") reads it, and one
-  mostly in the user's own words ("what time is my dentist appointment?") is a search;
+- a question about adding to a collection ("what did I save last week?") reads it, one about
+  editing an item or acting on one ("who changed this note last?") reads the nearest
+  collection under or above it (its history), and one mostly in the user's own words ("what
+  time is my dentist appointment?") is a search;
+- a clause that only wants or needs ("quiero que ...", "il faut que ...", "ich möchte, dass
+  ...") makes its "that" clause the request, not content to save, with its negation;
 - an id, or "that memory" ("cette note", "diesen Eintrag"), favours the capabilities that take
   such an id; items in the plural and none alone favour those on a collection.
 
 Before comparing, a phrase's words are spelled as the capabilities' text spells them (a
-Spanish imperative without its pronouns, a compound of two known words, an inflection its stem
-does not find, the other English spelling, two words written as one), so one example covers
-its inflected forms.
+Spanish imperative without its pronouns, a compound of two known words, a German imperative
+with or without its "e", an inflection (a participle's only when the stem is unknown: "a stored
+fact" asks to store nothing), the other English spelling, two words written as one), so one
+example covers its inflected forms.
 
 A phrase that names no action but has a topic goes to the capability the spec marks
 `x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
