@@ -217,8 +217,8 @@ def test_rank_1_on_the_probes_it_was_tuned_on():
 
 
 def test_rank_1_on_the_everyday_probes_it_was_tuned_on():
-    # phrasings_d_probes.json, tuned on: a floor against regressions (measured 157/163 when
-    # this was written; untuned, its first batch was 74/91 and its second 71/72).
+    # phrasings_d_probes.json, tuned on: a floor against regressions (measured 195/203 when
+    # this was written; untuned, its batches were 74/91, 71/72 and 37/40).
     tools = manifest.load()
     entries = json.loads((HERE / "phrasings_d_probes.json").read_text(encoding="utf-8"))
     misses = [
@@ -289,6 +289,9 @@ def test_the_held_out_half_is_untouched(name):
         ("Berichtig die Notiz: der Kurs ist am Montag", "patchMemoryById"),
         # A question about an edit or a restore of an item asks for its history.
         ("Wer hat diesen Eintrag zuletzt bearbeitet?", "getMemoryRevisions"),
+        # A listing of what is about the user's own subject searches for it.
+        ("what did you store about my landlord?", "getMemorySearch"),
+        ("Zeig, was du über den Umzug gespeichert hast", "getMemorySearch"),
         # A negated clause after a clear request gives a reason, it asks for nothing else.
         ("Lösche die Notiz über den Kurs, das stimmt nicht mehr", "deleteMemoryById"),
     ],

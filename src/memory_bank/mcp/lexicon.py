@@ -85,6 +85,14 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("entre", "nous"): ("ne", "retiens", "pas"),
     ("entre", "nosotros"): ("no", "guardes"),
 }
+# Prepositions that name what something is about ("about the dentist", "sobre el dentista"):
+# with the user's own word after one, a phrase names its subject, so it searches for it.
+ABOUT = _words("about regarding concerning uber bezuglich sur concernant propos sobre acerca")
+# Possessives, which may stand between one of those and the subject ("about my landlord").
+POSSESSIVES = _words(
+    """my our your his her their mein meine meinen meinem meiner unser unsere unseren dein
+    deine mon ma mes notre nos ton ta tes son sa ses mi mis nuestro nuestra tu tus su sus"""
+)
 # English prepositions: "that" before one is a pronoun ("put that in memory"), no clause.
 PREPOSITIONS = _words("in on at for to of from with about into onto by as over under")
 # English auxiliaries written onto a word ("I'd", "we'll"), spelled out.

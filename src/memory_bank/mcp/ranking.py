@@ -23,6 +23,8 @@ capability uses (its topic). Negation and correction are then handled explicitly
   anymore"), it changes nothing the request asks;
 - a contrast ("the 19th, not the 18th"), or a later clause giving a new value ("scratch the
   old number, the new one is ..."), is a correction: an edit;
+- a listing of what is "about" the user's own words ("what have you saved about the
+  dentist?", "¿qué tienes sobre el alquiler?") is a search;
 - a question about adding to a collection ("what did I save last week?") reads it, one about
   editing an item or acting on one ("who changed this note last?") reads the nearest
   collection under or above it (its history), and one mostly in the user's own words ("what
@@ -52,6 +54,7 @@ or when it fails, the ranking is the lexical one, unchanged (tests/mcp/lexical_r
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -740,6 +743,12 @@ def answer(
     if declined is not None and not kept and best < ACTION_FLOOR:
         return Answer((), declined)
     fallback = next((c for c in index.capabilities if c.fallback), None)
+    leader = by_name[max(scores, key=lambda name: scores[name])]
+    if fallback is not None and leader.method == "GET" and leader.path == _parent(fallback.path):
+        # A listing of the collection the fallback searches, of what is about the user's own
+        # subject, is a search for it: "what have you saved about the dentist?" (but "...
+        # about me?" lists).
+        topical = topical or _about(phrase, index)
     if fallback is not None and not kept and (best < ACTION_FLOOR or topical):
         scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR, best + TOPICAL_MARGIN)
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
@@ -834,6 +843,23 @@ def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
         (c for c in capabilities if c.method == "POST" and c.path == collection and c.reachable),
         None,
     )
+
+
+def _parent(path: str) -> str:
+    """The path a path is under: the collection a search searches."""
+    return path.rsplit("/", 1)[0]
+
+
+def _about(phrase: Phrase, index: _Index) -> bool:
+    """Whether a phrase says what it is about in the user's own words ("about the dentist")."""
+    for clause in phrase.clauses:
+        words = [
+            w for w in clause.words if w not in lexicon.ARTICLES and w not in lexicon.POSSESSIVES
+        ]
+        for word, after in itertools.pairwise(words):
+            if word in lexicon.ABOUT and _meaningful(after) and not index.known(after):
+                return True
+    return False
 
 
 def _referred(phrase: Phrase, index: _Index) -> frozenset[str]:
