@@ -183,8 +183,6 @@ ENDINGS = tuple(
         key=lambda ending: (-len(ending), ending),
     )
 )
-# English endings of a participle or a gerund ("stored", "saving"): no request.
-PARTICIPLES = _words("ed d ing")
 # When something was saved or changed: a filter, never the user's own subject.
 TIME = _words(
     """yesterday today tonight week weeks month months year ago since recently lately earlier

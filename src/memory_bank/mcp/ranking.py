@@ -418,16 +418,15 @@ class _Index:
             bare = word[: -len(pronoun)]
             if word.endswith(pronoun) and bare in self.words:
                 return (bare,)
-        # An inflected form of a known word its stem does not find: "merken" of "merk",
-        # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
-        # A German imperative drops its "e" ("Änder das" of "Ändere"), or keeps it.
+        # A German imperative drops its "e" ("Änder das" of "Ändere"), or keeps it
+        # ("Korrigiere" of "Korrigier").
         if word + "e" in self.words:
             return (word + "e",)
-        # A known stem takes a verb's person ending off ("korrigiere" is "korrigier"), not a
-        # participle's: "a stored fact" says what is, it asks to store nothing.
-        endings = lexicon.ENDINGS
-        if word[:5] in self.stems:
-            endings = tuple(e for e in endings if e not in lexicon.PARTICIPLES)
+        if word.endswith("e") and word[:-1] in self.words:
+            return (word[:-1],)
+        # An inflected form of a known word its stem does not find: "merken" of "merk",
+        # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
+        endings = () if word[:5] in self.stems else lexicon.ENDINGS
         for ending in endings:
             bare = word[: -len(ending)]
             if word.endswith(ending) and len(bare) >= 4 and bare in self.words:
