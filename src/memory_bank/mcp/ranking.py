@@ -36,9 +36,8 @@ capability uses (its topic). Negation and correction are then handled explicitly
 
 Before comparing, a phrase's words are spelled as the capabilities' text spells them (a
 Spanish imperative without its pronouns, a compound of two known words, a German imperative
-with or without its "e", an inflection (a participle's only when the stem is unknown: "a stored
-fact" asks to store nothing), the other English spelling, two words written as one), so one
-example covers its inflected forms.
+with or without its "e", an inflection its stem does not find, the other English spelling, two
+words written as one), so one example covers its inflected forms.
 
 A phrase that names no action but has a topic goes to the capability the spec marks
 `x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
