@@ -17,7 +17,8 @@ HERE = Path(__file__).parent
 RANK_1 = 0.95
 # Floors on the held-out half of phrasings_b.json (written before any tuning; its misses were
 # looked at during earlier tuning, so it is no longer strictly held out). Measured 82/94 = 0.87,
-# non-English 47/53 = 0.89: one miss below that; the figure is printed (docs/mcp.md quotes it).
+# non-English 47/53 = 0.89 (before and after issue 31's second pass): one miss below that; the
+# figure is printed (docs/mcp.md quotes it).
 HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.86, 0.86
 # Floors on the held-out half of phrasings_c.json (written and committed before the ranking
 # changes of its branch, never tuned on). Measured when this was written: 60/67 = 0.90 overall,
@@ -26,19 +27,21 @@ HOLDOUT_FLOOR, NON_ENGLISH_FLOOR = 0.86, 0.86
 # deterministic; the issue's 0.90 is not reached): the figure is what docs/mcp.md quotes.
 # On phrasings_c_probes.json, tuned on: 422/459 = 0.92 when this was written.
 PROBE_FLOOR = 0.91
+D_PROBE_FLOOR = 0.95
 C_FLOORS = {"all": 0.89, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90, "es": 0.81}
 # Floors on the held-out half of phrasings_d.json (written and committed before the embedding
 # blend, never tuned on; lexical ranking, as the suite runs with semantic search off).
-# Measured: 47/55 = 0.85 overall, en 21/25, de 10/10, fr 9/10, es 7/10, non-English 26/30,
-# negations 8/10; each floor is one miss below. Short of the issue's 0.90 overall: reported
-# as measured (tests/mcp/test_ranking_semantic.py has the figures with a model).
+# Measured once at the end of issue 31's second pass: 48/55 = 0.87 overall, en 21/25, de
+# 10/10, fr 9/10, es 8/10, non-English 27/30, negations 8/10 (47/55, es 7/10 before it); each
+# floor is one miss below. Short of the issue's 0.90 overall: reported as measured
+# (tests/mcp/test_ranking_semantic.py has the figures with a model).
 D_FLOORS = {
-    "all": 46 / 55,
+    "all": 47 / 55,
     "en": 20 / 25,
     "de": 9 / 10,
     "fr": 8 / 10,
-    "es": 6 / 10,
-    "non-English": 25 / 30,
+    "es": 7 / 10,
+    "non-English": 26 / 30,
     "negations": 7 / 10,
 }
 
@@ -215,6 +218,19 @@ def test_rank_1_on_the_probes_it_was_tuned_on():
     assert 1 - len(misses) / len(entries) >= PROBE_FLOOR, misses
 
 
+def test_rank_1_on_the_everyday_probes_it_was_tuned_on():
+    # phrasings_d_probes.json, tuned on: a floor against regressions (measured 195/203 when
+    # this was written; untuned, its batches were 74/91, 71/72 and 37/40).
+    tools = manifest.load()
+    entries = json.loads((HERE / "phrasings_d_probes.json").read_text(encoding="utf-8"))
+    misses = [
+        e["text"]
+        for e in entries["phrasings"]
+        if not _gen_mcp().phrasing_passes(tools, e["text"], e["expected"])
+    ]
+    assert 1 - len(misses) / len(entries["phrasings"]) >= D_PROBE_FLOOR, misses
+
+
 @pytest.mark.parametrize("name", ["phrasings_b.json", "phrasings_c.json", "phrasings_d.json"])
 def test_the_held_out_half_is_untouched(name):
     # The split was fixed when the set was written: alternate entries per language.
@@ -261,6 +277,25 @@ def test_the_held_out_half_is_untouched(name):
         ("Ne retiens plus ça", "deleteMemoryById"),
         # An English clause without its "that" is still the content.
         ("let everyone on my team know we're retiring the v1 API in May", "postMemory"),
+        # A wanted clause is the request itself, not content to save; the wanting's negation
+        # and "plus" carry over to it.
+        ("Quisiera que apuntes que mi coche es azul", "postMemory"),
+        ("Il faudrait que tu notes que le train part à 8h", "postMemory"),
+        ("Ich möchte, dass du dir merkst, dass ich Linkshänder bin", "postMemory"),
+        ("Je ne veux plus que tu retiennes mon numéro", "deleteMemoryById"),
+        # A polite question may open with an object pronoun, or in the Sie form.
+        ("¿Me podrías guardar que el martes no puedo?", "postMemory"),
+        ("Würden Sie notieren, dass ich im Urlaub bin?", "postMemory"),
+        # A German imperative with or without its "e", a person ending off a known stem.
+        ("Entfern den Eintrag", "deleteMemoryById"),
+        ("Berichtig die Notiz: der Kurs ist am Montag", "patchMemoryById"),
+        # A question about an edit or a restore of an item asks for its history.
+        ("Wer hat diesen Eintrag zuletzt bearbeitet?", "getMemoryRevisions"),
+        # A listing of what is about the user's own subject searches for it.
+        ("what did you store about my landlord?", "getMemorySearch"),
+        ("Zeig, was du über den Umzug gespeichert hast", "getMemorySearch"),
+        # A negated clause after a clear request gives a reason, it asks for nothing else.
+        ("Lösche die Notiz über den Kurs, das stimmt nicht mehr", "deleteMemoryById"),
     ],
 )
 def test_structural_rules_rank_the_right_tool_first(phrase, best):

@@ -42,12 +42,23 @@ SUBJECTS = _words("you du ihr sie tu vous usted ustedes")
 # ... unless it is a polite request for an action: "can you save that?", "kannst du ...".
 REQUEST_LEADS = _words(
     """can could would will please
-    kannst konntest wurdest bitte
+    kannst konntest wurdest konnen konnten wurden bitte
     peux pourrais pouvez pourriez
     puedes podrias puede podria"""
 )
 # What follows one of these after a verb is the content, not the request: "note that ...".
 COMPLEMENTIZERS = _words("that dass que")
+# Object pronouns a polite question may open with before its verb ("¿me puedes ...?").
+OBJECT_LEADS = _words("me te nos os mir dir")
+# Verbs of wanting or needing that take the request as their "that" clause, which is then
+# no content to save but the request itself: "quiero que recuerdes ...", "il faut que tu
+# retiennes ...", "ich möchte, dass du dir merkst ...", "no hace falta que lo guardes".
+VOLITION = _words(
+    """want wants need needs
+    will willst mochte mochtest mochten wunsche
+    veux veut voudrais voudrait voulais faut faudrait souhaite aimerais
+    quiero quieres quisiera queria necesito hace falta gustaria"""
+)
 # A later clause with one of these gives a new value for something the phrase drops: "scratch
 # the old number, the new one is ...", "vergiss die alte Adresse, die neue ist ...": an edit.
 REPLACEMENTS = _words(
@@ -74,6 +85,14 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("entre", "nous"): ("ne", "retiens", "pas"),
     ("entre", "nosotros"): ("no", "guardes"),
 }
+# Prepositions that name what something is about ("about the dentist", "sobre el dentista"):
+# with the user's own word after one, a phrase names its subject, so it searches for it.
+ABOUT = _words("about regarding concerning uber bezuglich sur concernant propos sobre acerca")
+# Possessives, which may stand between one of those and the subject ("about my landlord").
+POSSESSIVES = _words(
+    """my our your his her their mein meine meinen meinem meiner unser unsere unseren dein
+    deine mon ma mes notre nos ton ta tes son sa ses mi mis nuestro nuestra tu tus su sus"""
+)
 # English prepositions: "that" before one is a pronoun ("put that in memory"), no clause.
 PREPOSITIONS = _words("in on at for to of from with about into onto by as over under")
 # English auxiliaries written onto a word ("I'd", "we'll"), spelled out.

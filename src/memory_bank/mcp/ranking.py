@@ -19,17 +19,25 @@ capability uses (its topic). Negation and correction are then handled explicitly
   save that stops ("not ... anymore", "nicht mehr", "ne ... plus") forgets;
 - any other negated action is declined ("never mind, don't save that"): no capability, unless
   another clause asks for a different one ("you shouldn't have kept that, delete it");
+- a negated clause after a clear request gives a reason ("delete that memory, it's not true
+  anymore"), it changes nothing the request asks;
 - a contrast ("the 19th, not the 18th"), or a later clause giving a new value ("scratch the
   old number, the new one is ..."), is a correction: an edit;
-- a question about adding to a collection ("what did I save last week?") reads it, and one
-  mostly in the user's own words ("what time is my dentist appointment?") is a search;
+- a listing of what is "about" the user's own words ("what have you saved about the
+  dentist?", "¿qué tienes sobre el alquiler?") is a search;
+- a question about adding to a collection ("what did I save last week?") reads it, one about
+  editing an item or acting on one ("who changed this note last?") reads the nearest
+  collection under or above it (its history), and one mostly in the user's own words ("what
+  time is my dentist appointment?") is a search;
+- a clause that only wants or needs ("quiero que ...", "il faut que ...", "ich möchte, dass
+  ...") makes its "that" clause the request, not content to save, with its negation;
 - an id, or "that memory" ("cette note", "diesen Eintrag"), favours the capabilities that take
   such an id; items in the plural and none alone favour those on a collection.
 
 Before comparing, a phrase's words are spelled as the capabilities' text spells them (a
-Spanish imperative without its pronouns, a compound of two known words, an inflection its stem
-does not find, the other English spelling, two words written as one), so one example covers
-its inflected forms.
+Spanish imperative without its pronouns, a compound of two known words, a German imperative
+with or without its "e", an inflection its stem does not find, the other English spelling, two
+words written as one), so one example covers its inflected forms.
 
 A phrase that names no action but has a topic goes to the capability the spec marks
 `x-mcp-fallback` (search): "what did we decide last week", "zebra quantum".
@@ -45,6 +53,7 @@ or when it fails, the ranking is the lexical one, unchanged (tests/mcp/lexical_r
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -168,7 +177,10 @@ def parse(text: str) -> Phrase:
     pieces = _BOUNDARY.split(folded)
     flat = [w for piece in pieces[::2] for w in _without_names(_split_words(piece))]
     # "Tu peux noter ...", "du kannst ...": the verb after a subject pronoun leads.
-    lead = flat[1:] if flat[:1] and flat[0] in lexicon.SUBJECTS else flat
+    # "¿Me puedes apuntar ...?", "te importa ...": and so does one after an object pronoun.
+    lead = flat
+    while lead[1:] and (lead[0] in lexicon.SUBJECTS or lead[0] in lexicon.OBJECT_LEADS):
+        lead = lead[1:]
     first = lead[0] if lead else ""
     asks = folded.strip().endswith("?") or "\u00bf" in text or first in lexicon.QUESTION_LEADS
     question = asks and first not in lexicon.REQUEST_LEADS and not _commands(flat)
@@ -188,6 +200,14 @@ def parse(text: str) -> Phrase:
                 clauses.append(_clause(current, content))
                 current, content = [], True
             complementizer = acted and _introduces(word, rest)
+            wish = current or (list(clauses[-1].words) if clauses and not content else [])
+            if complementizer and _wishes(wish):
+                # "quiero que recuerdes ...": the wanted clause is the request, not content;
+                # a negation of the wanting negates it ("ya no quiero que lo recuerdes").
+                if not current:
+                    clauses.pop()
+                current = [w for w in wish if w not in lexicon.VOLITION]
+                continue
             if word in lexicon.CONJUNCTIONS or complementizer:
                 if current:
                     clauses.append(_clause(current, content))
@@ -213,6 +233,18 @@ def _introduces(word: str, rest: list[str]) -> bool:
     if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
         return False
     return rest[0] in lexicon.STOP or len(rest) >= 3
+
+
+def _wishes(words: list[str]) -> bool:
+    """Whether a clause only wants or needs something ("je voudrais", "no hace falta")."""
+    return not lexicon.VOLITION.isdisjoint(words) and all(
+        w in lexicon.VOLITION
+        or w in lexicon.STOP
+        or w in lexicon.NEGATIONS
+        or w in lexicon.SUBJECTS
+        or w in lexicon.CESSATION
+        for w in words
+    )
 
 
 def _opens_clause(word: str, rest: list[str]) -> bool:
@@ -385,9 +417,16 @@ class _Index:
             bare = word[: -len(pronoun)]
             if word.endswith(pronoun) and bare in self.words:
                 return (bare,)
+        # A German imperative drops its "e" ("Änder das" of "Ändere"), or keeps it
+        # ("Korrigiere" of "Korrigier").
+        if word + "e" in self.words:
+            return (word + "e",)
+        if word.endswith("e") and word[:-1] in self.words:
+            return (word[:-1],)
         # An inflected form of a known word its stem does not find: "merken" of "merk",
         # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
-        for ending in () if word[:5] in self.stems else lexicon.ENDINGS:
+        endings = () if word[:5] in self.stems else lexicon.ENDINGS
+        for ending in endings:
             bare = word[: -len(ending)]
             if word.endswith(ending) and len(bare) >= 4 and bare in self.words:
                 return (bare,)
@@ -600,6 +639,9 @@ def answer(
     )
     declined: Capability | None = None
     kept = False
+    # What the clauses that negate nothing ask for, clearly: a negated clause after it gives
+    # a reason ("delete that memory, it's not true anymore"), it asks for nothing else.
+    asked_for = max(scores.values(), default=0.0) >= KEEP_FLOOR
     meanings: list[tuple[Capability, float]] = []
     for position in sorted(negated):
         clause = phrase.clauses[position]
@@ -640,6 +682,8 @@ def answer(
         # Declining a save and saying not to remember it ("between us, no need to remember
         # it") forgets nothing: nothing was saved.
         if declined is not None and _keeper(meant, index.capabilities) is declined:
+            continue
+        if asked_for and scores[meant.name] < max(scores.values()):
             continue
         scores[meant.name] += KEEP_BONUS + similarity
         kept = True
@@ -697,6 +741,12 @@ def answer(
     if declined is not None and not kept and best < ACTION_FLOOR:
         return Answer((), declined)
     fallback = next((c for c in index.capabilities if c.fallback), None)
+    leader = by_name[max(scores, key=lambda name: scores[name])]
+    if fallback is not None and leader.method == "GET" and leader.path == _parent(fallback.path):
+        # A listing of the collection the fallback searches, of what is about the user's own
+        # subject, is a search for it: "what have you saved about the dentist?" (but "...
+        # about me?" lists).
+        topical = topical or _about(phrase, index)
     if fallback is not None and not kept and (best < ACTION_FLOOR or topical):
         scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR, best + TOPICAL_MARGIN)
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
@@ -793,6 +843,23 @@ def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
     )
 
 
+def _parent(path: str) -> str:
+    """The path a path is under: the collection a search searches."""
+    return path.rsplit("/", 1)[0]
+
+
+def _about(phrase: Phrase, index: _Index) -> bool:
+    """Whether a phrase says what it is about in the user's own words ("about the dentist")."""
+    for clause in phrase.clauses:
+        words = [
+            w for w in clause.words if w not in lexicon.ARTICLES and w not in lexicon.POSSESSIVES
+        ]
+        for word, after in itertools.pairwise(words):
+            if word in lexicon.ABOUT and _meaningful(after) and not index.known(after):
+                return True
+    return False
+
+
 def _referred(phrase: Phrase, index: _Index) -> frozenset[str]:
     """The kinds of id a phrase points at with a demonstrative ("that memory", "ce brouillon")."""
     found: set[str] = set()
@@ -821,10 +888,35 @@ def _undoer(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
 
 
 def _reader(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
-    """For a capability that adds to a collection (POST on it), the one that lists it (GET)."""
+    """For a capability that adds to a collection (POST on it), the one that lists it (GET);
+    for one that edits an item (PATCH), the one that lists the item's changes (a GET on a
+    collection under it: "who changed that note?" asks for its history)."""
+    if capability.method == "PATCH":
+        return next(
+            (
+                c
+                for c in capabilities
+                if c.method == "GET"
+                and c.path.startswith(capability.path + "/")
+                and "{" not in c.path[len(capability.path) :]
+            ),
+            None,
+        )
     if capability.method != "POST":
         return None
-    return next((c for c in capabilities if c.method == "GET" and c.path == capability.path), None)
+    same = next((c for c in capabilities if c.method == "GET" and c.path == capability.path), None)
+    if same is not None or "{" not in capability.path:
+        return same
+    # An action on an item: the collection it is in ("who changed it last?" about a restore's
+    # revisions, "anything I need to approve?" about the drafts a confirm takes).
+    above = [
+        c
+        for c in capabilities
+        if c.method == "GET"
+        and not c.path.endswith("}")
+        and capability.path.startswith(c.path + "/")
+    ]
+    return max(above, key=lambda c: len(c.path), default=None)
 
 
 def _id_prefixes(capability: Capability) -> frozenset[str]:
