@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import secrets
+from datetime import datetime
+
 import pytest
 import sqlalchemy as sa
 
+from conftest import MARIADB_ADMIN_URL, SPIDER_HEAD_URL
 from contract import row_counts
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
-from memory_bank.store.engine import reading, writing
+from memory_bank.store.engine import make_engine, reading, writing
+from memory_bank.store.migrate import migrate
 from memory_bank.store.owners import Owner
-from memory_bank.store.schema import memory_context
+from memory_bank.store.schema import memory, memory_context
 
 OWNER = Owner("alice", None, "test")
 
@@ -123,3 +128,69 @@ def test_reads_are_owner_scoped(service):
         assert store.get_memories(conn, "bob", [row.id]) == {}
         assert store.list_memories(conn, "bob", 10, None) == []
         assert set(store.get_memories(conn, "alice", [row.id])) == {row.id}
+
+
+@pytest.fixture
+def fresh_mariadb(mariadb_url):
+    """A migrated MariaDB database of this test's own, its tables first opened while empty."""
+    if SPIDER_HEAD_URL:
+        pytest.skip("reads the server's own row counters, which a Spider head does not show")
+    name = f"mbtest_stale_{secrets.token_hex(4)}"
+    admin = sa.create_engine(MARIADB_ADMIN_URL)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
+    engine = make_engine(
+        sa.engine.make_url(MARIADB_ADMIN_URL).set(database=name).render_as_string(False)
+    )
+    try:
+        migrate(engine)
+        yield engine
+    finally:
+        engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+        admin.dispose()
+
+
+def test_fetching_by_id_reads_only_those_memories_contexts_after_the_tables_grew(fresh_mariadb):
+    # MariaDB plans with what it learnt of a table when it opened it: open the tables empty,
+    # grow them, and a join of memory to its contexts was planned on the user_id prefix of the
+    # contexts' primary key, reading every context of the user per memory fetched.
+    engine, n = fresh_mariadb, 1500
+    with reading(engine) as conn:
+        assert store.get_memories(conn, "alice", ["mem_none"]) == {}
+    now = datetime(2026, 1, 1)
+    ids = [f"mem_{i:026d}" for i in range(n)]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.insert(memory),
+            [
+                {"id": i, "user_id": "alice", "content": "x", "tags": "[]", "source": "test",
+                 "scope": "private", "created_at": now, "updated_at": now}
+                for i in ids
+            ],
+        )  # fmt: skip
+        conn.execute(
+            sa.insert(memory_context),
+            [
+                {"id": f"ctx_{k}{i[4:]}", "memory_id": i, "user_id": "alice", "position": k,
+                 "snippet": f"context {k}", "created_at": now}
+                for i in ids for k in (0, 1)
+            ],
+        )  # fmt: skip
+    wanted = ids[::150]
+    with reading(engine) as conn:
+        before = _rows_read(conn)
+        found = store.get_memories(conn, "alice", wanted)
+        read = _rows_read(conn) - before
+    assert sorted(found) == sorted(wanted)
+    assert all(len(m.contexts) == 2 for m in found.values())
+    # The memories and their contexts, with room for the counters' own overhead; the plan on
+    # the prefix read 2 x 1,500 contexts for each of the 10 memories.
+    assert read < 200, read
+
+
+def _rows_read(conn: sa.Connection) -> int:
+    """Rows this session's handlers have read so far (every Handler_read_* counter)."""
+    rows = conn.exec_driver_sql("SHOW SESSION STATUS LIKE 'Handler_read%%'").all()
+    return sum(int(value) for _, value in rows)
