@@ -204,7 +204,6 @@ def get_memories(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str
     return found
 
 
-
 def list_memories(
     conn: Connection,
     user_id: str,
