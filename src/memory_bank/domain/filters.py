@@ -115,7 +115,13 @@ def restriction(conn: Connection, owner: str, only: Filters) -> Among | None:
     if not only:
         return None
     probe, members, params = store_filters.restrict(conn, owner, only, "memory_term.memory_id")
-    return Among(probe, params, lambda: store_filters.few(conn, owner, only, FEW), members)
+    return Among(
+        probe,
+        params,
+        lambda: store_filters.few(conn, owner, only, FEW),
+        members,
+        lambda ids: store_filters.passing(conn, owner, only, ids),
+    )
 
 
 def keep(conn: Connection, owner: str, matrix: Matrix, only: Filters) -> np.ndarray | None:

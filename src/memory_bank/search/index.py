@@ -50,6 +50,9 @@ class Among:
     params: Sequence[object]
     few: Callable[[], list[str] | None]
     members: str = ""
+    # Which of these ids pass (None: not offered): lets a ranking check its unfiltered best in
+    # score order (see _in_score_order).
+    passing: Callable[[Sequence[str]], set[str]] | None = None
 
 
 @dataclass
@@ -143,12 +146,21 @@ def rank(
             out.hits = _score(conn, user_id, every, avg_len, limit, only=ids) if ids else []
             return out
     rare, common = _as_stored(rare, stored), _as_stored(common, stored)
+    # What the rarer terms must yield: the hits, or the candidates the common terms add to.
+    need = max(CANDIDATES, limit) if common else limit
+    best = None
+    if among is not None and among.passing is not None:
+        best = _in_score_order(conn, user_id, rare, avg_len, need, among.passing)
     if not common:
-        out.hits = _score(conn, user_id, rare, avg_len, limit, among=among)
+        out.hits = (
+            best if best is not None else _score(conn, user_id, rare, avg_len, limit, among=among)
+        )
         return out
     # Past the budget, the commonest terms (lowest idf) only add to the best candidates of the
     # rarer ones, so a search's cost follows its rare terms, not the user's most common words.
-    found = dict(_score(conn, user_id, rare, avg_len, max(CANDIDATES, limit), among=among))
+    if best is None:
+        best = _score(conn, user_id, rare, avg_len, need, among=among)
+    found = dict(best)
     if among is not None and len(found) < limit:
         # Fewer of the rarer terms' memories pass than were asked for: rank those that pass by
         # every term, so a filtered search is short only when fewer memories match. Every
@@ -162,6 +174,52 @@ def rank(
     ranked = sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
     out.hits = ranked[:limit]
     return out
+
+
+# How many of the unfiltered best a filtered ranking reads and checks in score order, as a
+# multiple of what it needs (_in_score_order): a filter passing at least 1 in SCORE_ORDER_READ
+# of them is answered so; rarer ones are ranked among the passing memories.
+SCORE_ORDER_READ = 16
+
+
+def _in_score_order(
+    conn: Connection,
+    user_id: str,
+    weights: dict[str, float],
+    avg_len: float,
+    need: int,
+    passing: Callable[[Sequence[str]], set[str]],
+) -> list[tuple[str, float]] | None:
+    """The best `need` memories that pass, found by ranking unfiltered and checking the best
+    first; None when too few of the unfiltered best pass (the caller then ranks the passing).
+
+    Exactly what ranking only the passing memories gives: both order by (score, id), a
+    memory's score does not depend on the filter, so the first `need` that pass in the
+    unfiltered order are the best `need` that pass; when the unfiltered list holds every
+    memory with these terms, those that pass are all there are. A broad filter so costs the
+    unfiltered ranking and a check of about need / (share that passes) memories, instead of
+    a lookup per posting.
+    """
+    read = need * SCORE_ORDER_READ
+    ranked = _score(conn, user_id, weights, avg_len, read)
+    whole = len(ranked) < read  # every memory with these terms is in the list
+    kept: list[tuple[str, float]] = []
+    checked = 0
+    step = 2 * need
+    while len(kept) < need and checked < len(ranked):
+        chunk = ranked[checked : checked + step]
+        passed = passing([mid for mid, _ in chunk])
+        kept += [hit for hit in chunk if hit[0] in passed]
+        checked += len(chunk)
+        # The next chunk holds what the share passing so far says is still needed (and some):
+        # unless the list is whole, give up when that is past its end.
+        wanted = (need - len(kept)) * checked // max(len(kept), 1)
+        if not whole and checked + wanted > len(ranked) and len(kept) < need:
+            return None
+        step = wanted + need
+    if len(kept) < need and not whole:
+        return None
+    return kept[:need]
 
 
 def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> float:
