@@ -50,9 +50,11 @@ class Among:
     params: Sequence[object]
     few: Callable[[], list[str] | None]
     members: str = ""
-    # Which of these ids pass (None: not offered): lets a ranking check its unfiltered best in
-    # score order (see _in_score_order).
-    passing: Callable[[Sequence[str]], set[str]] | None = None
+    # For a check of the unfiltered best in score order (_in_score_order; None: not offered):
+    # the condition on another column (a ranked list's) with its values, and whether at least
+    # 1 in `share` of the owner's memories pass (given their count), counted up to that.
+    on: Callable[[str], tuple[str, Sequence[object]]] | None = None
+    broad: Callable[[int, int], bool] | None = None
 
 
 @dataclass
@@ -149,8 +151,10 @@ def rank(
     # What the rarer terms must yield: the hits, or the candidates the common terms add to.
     need = max(CANDIDATES, limit) if common else limit
     best = None
-    if among is not None and among.passing is not None:
-        best = _in_score_order(conn, user_id, rare, avg_len, need, among.passing)
+    if among is not None and among.on is not None and _broad(among, n_docs):
+        # At most `read` memories hold a rare term: no more, and the ranked list is complete.
+        complete = read <= need * SCORE_ORDER_READ
+        best = _in_score_order(conn, user_id, rare, avg_len, need, among.on, complete)
     if not common:
         out.hits = (
             best if best is not None else _score(conn, user_id, rare, avg_len, limit, among=among)
@@ -176,10 +180,18 @@ def rank(
     return out
 
 
-# How many of the unfiltered best a filtered ranking reads and checks in score order, as a
-# multiple of what it needs (_in_score_order): a filter passing at least 1 in SCORE_ORDER_READ
-# of them is answered so; rarer ones are ranked among the passing memories.
-SCORE_ORDER_READ = 16
+# A filter estimated to pass at least 1 in BROAD_SHARE of the owner's memories is checked on
+# the unfiltered best in score order, SCORE_ORDER_READ times as many as needed
+# (_in_score_order): the estimate is at most 2x high, so about twice what such a filter
+# passes among them. Narrower filters, or too few passing among those read, rank the passing
+# memories instead.
+BROAD_SHARE = 3
+SCORE_ORDER_READ = 12
+
+
+def _broad(among: Among, docs: int) -> bool:
+    """Whether at least 1 in BROAD_SHARE of the owner's `docs` memories pass."""
+    return among.broad is not None and among.broad(docs, BROAD_SHARE)
 
 
 def _in_score_order(
@@ -188,38 +200,30 @@ def _in_score_order(
     weights: dict[str, float],
     avg_len: float,
     need: int,
-    passing: Callable[[Sequence[str]], set[str]],
+    on: Callable[[str], tuple[str, Sequence[object]]],
+    complete: bool,
 ) -> list[tuple[str, float]] | None:
     """The best `need` memories that pass, found by ranking unfiltered and checking the best
-    first; None when too few of the unfiltered best pass (the caller then ranks the passing).
+    in score order; None when too few of those read pass (the caller then ranks the passing
+    memories). complete: the ranked list holds every memory with these terms.
 
-    Exactly what ranking only the passing memories gives: both order by (score, id), a
+    Exactly what ranking only the passing memories gives: both order by (score, id) and a
     memory's score does not depend on the filter, so the first `need` that pass in the
-    unfiltered order are the best `need` that pass; when the unfiltered list holds every
-    memory with these terms, those that pass are all there are. A broad filter so costs the
-    unfiltered ranking and a check of about need / (share that passes) memories, instead of
-    a lookup per posting.
+    unfiltered order are the best `need` that pass; when the list is whole, those that pass
+    are all there are. A broad filter so costs the unfiltered ranking and a lookup per memory
+    read, in the same statement, instead of a lookup per posting of the rare terms.
     """
-    read = need * SCORE_ORDER_READ
-    ranked = _score(conn, user_id, weights, avg_len, read)
-    whole = len(ranked) < read  # every memory with these terms is in the list
-    kept: list[tuple[str, float]] = []
-    checked = 0
-    step = 2 * need
-    while len(kept) < need and checked < len(ranked):
-        chunk = ranked[checked : checked + step]
-        passed = passing([mid for mid, _ in chunk])
-        kept += [hit for hit in chunk if hit[0] in passed]
-        checked += len(chunk)
-        # The next chunk holds what the share passing so far says is still needed (and some):
-        # unless the list is whole, give up when that is past its end.
-        wanted = (need - len(kept)) * checked // max(len(kept), 1)
-        if not whole and checked + wanted > len(ranked) and len(kept) < need:
-            return None
-        step = wanted + need
-    if len(kept) < need and not whole:
+    m = _mark(conn)
+    ranked, params = _score_sql(conn, user_id, weights, avg_len, need * SCORE_ORDER_READ)
+    cond, values = on("r.memory_id")
+    sql = (
+        f"SELECT r.memory_id, r.score FROM ({ranked}) r WHERE {cond} "
+        f"ORDER BY r.score DESC, r.memory_id DESC LIMIT {m}"
+    )
+    rows = conn.exec_driver_sql(sql, (*params, *values, int(need))).all()
+    if len(rows) < need and not complete:
         return None
-    return kept[:need]
+    return [(row[0], float(row[1])) for row in rows]
 
 
 def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> float:
@@ -266,6 +270,21 @@ def _score(
 ) -> list[tuple[str, float]]:
     """Sum BM25 over the user's postings for the weighted terms, in SQL (of these memories
     only, and of those that meet `among`, when given)."""
+    sql, params = _score_sql(conn, user_id, weights, avg_len, limit, only, among)
+    rows = conn.exec_driver_sql(sql, params).all()
+    return [(row[0], float(row[1])) for row in rows]
+
+
+def _score_sql(
+    conn: Connection,
+    user_id: str,
+    weights: dict[str, float],
+    avg_len: float,
+    limit: int,
+    only: list[str] | None = None,
+    among: Among | None = None,
+) -> tuple[str, tuple[object, ...]]:
+    """_score()'s statement and its values: memory_id and score, best first."""
     m = _mark(conn)
     params: list[object] = []
     cases = []
@@ -312,5 +331,4 @@ def _score(
         ORDER BY score DESC, memory_id DESC
         LIMIT {m}
         """
-    rows = conn.exec_driver_sql(sql, tuple(params)).all()
-    return [(row[0], float(row[1])) for row in rows]
+    return sql, tuple(params)
