@@ -183,3 +183,45 @@ def test_sqlite_names_the_postings_primary_key_as_the_ranking_expects(service):
             r[1] for r in conn.exec_driver_sql("PRAGMA index_list('memory_term')") if r[3] == "pk"
         ]
     assert keys == [index.SQLITE_TERM_KEY]
+
+
+def test_the_engine_estimates_a_broad_filter_broad_and_a_rare_one_not(service):
+    tagged = [["rare"] if i == 7 else ["common"] for i in range(90)]
+    _plant(service, "alice", tagged)
+    with service.db.reading() as conn:
+        broad = store_filters.estimate(conn, "alice", filters.parse(["common"]))
+        rare = store_filters.estimate(conn, "alice", filters.parse(["rare"]))
+        if conn.dialect.name == "sqlite":
+            assert broad is None and rare is None
+            return
+    assert broad is not None and rare is not None
+    assert broad * index.BROAD_SHARE >= 90
+    assert rare * index.BROAD_SHARE < 90
+
+
+def test_counting_a_broad_time_range_reads_the_cap_not_every_memory(service):
+    _plant(service, "alice", [[] for _ in range(400)])
+    recent = filters.parse(created_after="2000-01-01")
+    with service.db.reading() as conn:
+        if conn.dialect.name == "sqlite":
+            plan = " ".join(
+                str(r[-1])
+                for r in conn.exec_driver_sql(
+                    "EXPLAIN QUERY PLAN " + store_filters._passing(conn, "alice", recent)[0],
+                    store_filters._passing(conn, "alice", recent)[1],
+                )
+            )
+            assert "ix_memory_user_created" in plan, plan
+        else:
+            conn.exec_driver_sql("FLUSH STATUS")
+            assert store_filters.few(conn, "alice", recent, 50) is None
+            # The cap's 51 index entries newest first, not the owner's 400 rows by key.
+            read = sum(
+                int(value)
+                for _, value in conn.exec_driver_sql(
+                    "SHOW SESSION STATUS WHERE Variable_name IN "
+                    "('Handler_read_key', 'Handler_read_next', 'Handler_read_prev', "
+                    "'Handler_read_rnd_next')"
+                )
+            )
+            assert read < 150, read
