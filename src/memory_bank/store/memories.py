@@ -266,10 +266,18 @@ def list_memories(
             if changed is None:
                 ids += filters.page(conn, user_id, older, limit - len(ids), before)
             else:
-                rows = _page(conn, user_id, limit - len(ids), before, older, changed)
-                ids += [r.id for r in rows]
-    found_rows = get_memories(conn, user_id, ids)
-    return [found_rows[mid] for mid in ids if mid in found_rows]
+                edited = _page(conn, user_id, limit - len(ids), before, older, changed)
+                ids += [r.id for r in edited]
+    if not ids:
+        return []
+    # Rows, then contexts. The rows by user_id = ? AND id IN (…) on both engines: at 100k
+    # memories MariaDB read 200 (an export's page) so in a few ms where the (user_id, id) pairs
+    # that get_memories uses took 30 (its range analysis grows with the pairs).
+    seal = data_keys.sealer(conn, user_id)
+    rows = conn.execute(_BY_ID, _owned_params(True, user_id, ids)).all()
+    by_id = {r.id: _row(r, seal) for r in rows}
+    _attach_contexts(conn, user_id, by_id, seal)
+    return [by_id[mid] for mid in ids if mid in by_id]
 
 
 def _page(
@@ -442,6 +450,7 @@ _GET_WITH_CONTEXTS = {
     sqlite: _with_contexts(_owned(sqlite, memory.c.user_id, memory.c.id))
     for sqlite in (True, False)
 }
+_BY_ID = select(memory).where(_owned(True, memory.c.user_id, memory.c.id))
 _CONTEXTS_OF = {
     sqlite: select(memory_context)
     .where(_owned(sqlite, memory_context.c.user_id, memory_context.c.memory_id))
