@@ -4,6 +4,9 @@ and SQLite's primary-key index under the name the ranking asks for."""
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from memory_bank.search.document import postings_of
 from memory_bank.store import filters as store_filters
 from memory_bank.store import memories as store
 from memory_bank.store.owners import Owner
+from memory_bank.store.schema import memory, memory_tag
 
 
 def _plant(service: Any, user: str, tagged: list[list[str]]) -> list[str]:
@@ -49,11 +53,19 @@ def test_few_intersects_several_tags_and_says_many_past_the_cap(service):
 
 
 @pytest.mark.parametrize(
-    ("few", "budget"),
-    [(10_000, index.POSTINGS_BUDGET), (0, index.POSTINGS_BUDGET), (0, 5)],
-    ids=["by-id", "by-posting", "passing-set"],
+    ("few", "budget", "in_order"),
+    [
+        (10_000, index.POSTINGS_BUDGET, False),
+        (0, index.POSTINGS_BUDGET, False),
+        (0, 5, False),
+        (0, index.POSTINGS_BUDGET, True),
+        (0, 5, True),
+    ],
+    ids=["by-id", "by-posting", "passing-set", "score-order", "score-order-common"],
 )
-def test_a_filtered_search_ranks_the_same_best_k_whichever_way(service, monkeypatch, few, budget):
+def test_a_filtered_search_ranks_the_same_best_k_whichever_way(
+    service, monkeypatch, few, budget, in_order
+):
     tagged = [["keep"] if i % 3 == 0 else ["drop"] for i in range(60)]
     ids = _plant(service, "alice", tagged)
     kept = {mid for mid, tags in zip(ids, tagged, strict=True) if tags == ["keep"]}
@@ -63,15 +75,104 @@ def test_a_filtered_search_ranks_the_same_best_k_whichever_way(service, monkeypa
         everything = index.search(conn, "alice", query, 100)
         best = [mid for mid, _ in everything if mid in kept][:7]
         # few=10,000: the passing ids are listed and exactly those are ranked. few=0: postings
-        # are checked one by one; with a budget of 5 postings only `lantern` (in 3 memories,
-        # one of which passes) is rare, so fewer than k pass and every term is ranked over
-        # the passing set.
+        # are checked one by one (or, in_order, the unfiltered best are checked in score
+        # order); with a budget of 5 postings only `lantern` (in 3 memories, one of which
+        # passes) is rare, so fewer than k pass and every term is ranked over the passing set.
         monkeypatch.setattr(filters, "FEW", few)
         monkeypatch.setattr(index, "POSTINGS_BUDGET", budget)
         among = filters.restriction(conn, "alice", only)
+        assert among is not None
+        monkeypatch.setattr(filters, "_broad", lambda *_: True)
+        if not in_order:
+            among = replace(among, on=None)
         hits = index.search(conn, "alice", query, 7, None, among)
     assert len(best) == 7
     assert [mid for mid, _ in hits] == best
+
+
+_FILTERS = [
+    {"tag": ["keep"]},
+    {"tag": ["keep", "red"]},
+    {"source": "ci"},
+    {"created_after": "2026-01-05"},
+    {"created_before": "2026-01-05", "tag": ["red"]},
+    {"created_after": "2026-01-02", "created_before": "2026-01-09", "source": "ci"},
+]
+
+
+@pytest.mark.parametrize("params", _FILTERS, ids=lambda p: "+".join(p))
+@pytest.mark.parametrize("read", [1, 2, 16], ids=lambda r: f"read-{r}")
+def test_score_order_answers_exactly_as_ranking_the_passing_or_gives_way(
+    service, monkeypatch, params, read
+):
+    """Ranked unfiltered and checked best first, the answer is the passing memories' own
+    ranking; when too few of the unfiltered best pass (a short read), the passing memories
+    are ranked instead, with the same answer."""
+    rng = random.Random(5)
+    words = ["harbour", "ferry", "lantern", "tide", "quay", "gull"]
+
+    def work(conn: sa.Connection) -> None:
+        for i in range(120):
+            text = " ".join(rng.choices(words, k=rng.randint(2, 9))) + f" note {i}"
+            tags = [t for t in ("keep", "red") if rng.random() < 0.4]
+            row = store.insert_memory(
+                conn,
+                Owner("alice", None, rng.choice(["ci", "cli"])),
+                text,
+                tags,
+                [],
+                postings_of(text, tags, []),
+            )
+            when = datetime(2026, 1, 1) + timedelta(hours=2 * i)
+            conn.execute(
+                sa.update(memory)
+                .where(memory.c.user_id == "alice", memory.c.id == row.id)
+                .values(created_at=when)
+            )
+            conn.execute(
+                sa.update(memory_tag)
+                .where(memory_tag.c.user_id == "alice", memory_tag.c.memory_id == row.id)
+                .values(created_at=when)
+            )
+
+    service.db.writing(work)
+    only = filters.parse(
+        params.get("tag"),
+        params.get("created_after"),
+        params.get("created_before"),
+        source=params.get("source"),
+    )
+    monkeypatch.setattr(filters, "FEW", 0)
+    monkeypatch.setattr(index, "SCORE_ORDER_READ", read)
+    # Every filter counts as broad here (it is what decides to try the score order, not what
+    # makes it exact).
+    monkeypatch.setattr(filters, "_broad", lambda *_: True)
+    answered: list[bool] = []
+    in_order = index._in_score_order
+
+    def traced(*args: Any) -> Any:
+        found = in_order(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(index, "_in_score_order", traced)
+    with service.db.reading() as conn:
+        among = filters.restriction(conn, "alice", only)
+        assert among is not None and among.on is not None
+        for query, limit in [("harbour tide", 5), ("lantern gull quay ferry", 12), ("tide", 40)]:
+            for budget in (index.POSTINGS_BUDGET, 30):
+                monkeypatch.setattr(index, "POSTINGS_BUDGET", budget)
+                ordered = index.search(conn, "alice", query, limit, None, among)
+                exact = index.search(conn, "alice", query, limit, None, replace(among, on=None))
+                assert ordered == exact, (query, limit, budget)
+                assert ordered
+    assert answered
+    # A read of 16 times what is needed answers some in score order; a read of just what is
+    # needed gives way to ranking the passing memories whenever one of them fails.
+    if read == 16:
+        assert any(answered)
+    if read == 1:
+        assert not all(answered)
 
 
 def test_sqlite_names_the_postings_primary_key_as_the_ranking_expects(service):
@@ -82,3 +183,45 @@ def test_sqlite_names_the_postings_primary_key_as_the_ranking_expects(service):
             r[1] for r in conn.exec_driver_sql("PRAGMA index_list('memory_term')") if r[3] == "pk"
         ]
     assert keys == [index.SQLITE_TERM_KEY]
+
+
+def test_the_engine_estimates_a_broad_filter_broad_and_a_rare_one_not(service):
+    tagged = [["rare"] if i == 7 else ["common"] for i in range(90)]
+    _plant(service, "alice", tagged)
+    with service.db.reading() as conn:
+        broad = store_filters.estimate(conn, "alice", filters.parse(["common"]))
+        rare = store_filters.estimate(conn, "alice", filters.parse(["rare"]))
+        if conn.dialect.name == "sqlite":
+            assert broad is None and rare is None
+            return
+    assert broad is not None and rare is not None
+    assert broad * index.BROAD_SHARE >= 90
+    assert rare * index.BROAD_SHARE < 90
+
+
+def test_counting_a_broad_time_range_reads_the_cap_not_every_memory(service):
+    _plant(service, "alice", [[] for _ in range(400)])
+    recent = filters.parse(created_after="2000-01-01")
+    with service.db.reading() as conn:
+        if conn.dialect.name == "sqlite":
+            plan = " ".join(
+                str(r[-1])
+                for r in conn.exec_driver_sql(
+                    "EXPLAIN QUERY PLAN " + store_filters._passing(conn, "alice", recent)[0],
+                    store_filters._passing(conn, "alice", recent)[1],
+                )
+            )
+            assert "ix_memory_user_created" in plan, plan
+        else:
+            conn.exec_driver_sql("FLUSH STATUS")
+            assert store_filters.few(conn, "alice", recent, 50) is None
+            # The cap's 51 index entries newest first, not the owner's 400 rows by key.
+            read = sum(
+                int(value)
+                for _, value in conn.exec_driver_sql(
+                    "SHOW SESSION STATUS WHERE Variable_name IN "
+                    "('Handler_read_key', 'Handler_read_next', 'Handler_read_prev', "
+                    "'Handler_read_rnd_next')"
+                )
+            )
+            assert read < 150, read

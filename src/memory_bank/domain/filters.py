@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
@@ -115,7 +115,27 @@ def restriction(conn: Connection, owner: str, only: Filters) -> Among | None:
     if not only:
         return None
     probe, members, params = store_filters.restrict(conn, owner, only, "memory_term.memory_id")
-    return Among(probe, params, lambda: store_filters.few(conn, owner, only, FEW), members)
+    return Among(
+        probe,
+        params,
+        lambda: store_filters.few(conn, owner, only, FEW),
+        members,
+        lambda column: _probe(conn, owner, only, column),
+        lambda docs, share: _broad(conn, owner, only, docs, share),
+    )
+
+
+def _broad(conn: Connection, owner: str, only: Filters, docs: int, share: int) -> bool:
+    """Whether the engine estimates that at least 1 in `share` of the owner's memories pass
+    (no estimate, as on SQLite: no)."""
+    passing = store_filters.estimate(conn, owner, only)
+    return passing is not None and passing * share >= docs
+
+
+def _probe(conn: Connection, owner: str, only: Filters, column: str) -> tuple[str, list[Any]]:
+    """The filters as a lookup of each row's memory, on another column than the postings'."""
+    probe, _, params = store_filters.restrict(conn, owner, only, column)
+    return probe, params
 
 
 def keep(conn: Connection, owner: str, matrix: Matrix, only: Filters) -> np.ndarray | None:

@@ -50,6 +50,11 @@ class Among:
     params: Sequence[object]
     few: Callable[[], list[str] | None]
     members: str = ""
+    # For a check of the unfiltered best in score order (_in_score_order; None: not offered):
+    # the condition on another column (a ranked list's) with its values, and whether at least
+    # 1 in `share` of the owner's memories pass (given their count), counted up to that.
+    on: Callable[[str], tuple[str, Sequence[object]]] | None = None
+    broad: Callable[[int, int], bool] | None = None
 
 
 @dataclass
@@ -143,12 +148,23 @@ def rank(
             out.hits = _score(conn, user_id, every, avg_len, limit, only=ids) if ids else []
             return out
     rare, common = _as_stored(rare, stored), _as_stored(common, stored)
+    # What the rarer terms must yield: the hits, or the candidates the common terms add to.
+    need = max(CANDIDATES, limit) if common else limit
+    best = None
+    if among is not None and among.on is not None and _broad(among, n_docs):
+        # At most `read` memories hold a rare term: no more, and the ranked list is complete.
+        complete = read <= need * SCORE_ORDER_READ
+        best = _in_score_order(conn, user_id, rare, avg_len, need, among.on, complete)
     if not common:
-        out.hits = _score(conn, user_id, rare, avg_len, limit, among=among)
+        out.hits = (
+            best if best is not None else _score(conn, user_id, rare, avg_len, limit, among=among)
+        )
         return out
     # Past the budget, the commonest terms (lowest idf) only add to the best candidates of the
     # rarer ones, so a search's cost follows its rare terms, not the user's most common words.
-    found = dict(_score(conn, user_id, rare, avg_len, max(CANDIDATES, limit), among=among))
+    if best is None:
+        best = _score(conn, user_id, rare, avg_len, need, among=among)
+    found = dict(best)
     if among is not None and len(found) < limit:
         # Fewer of the rarer terms' memories pass than were asked for: rank those that pass by
         # every term, so a filtered search is short only when fewer memories match. Every
@@ -162,6 +178,52 @@ def rank(
     ranked = sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
     out.hits = ranked[:limit]
     return out
+
+
+# A filter estimated to pass at least 1 in BROAD_SHARE of the owner's memories is checked on
+# the unfiltered best in score order, SCORE_ORDER_READ times as many as needed
+# (_in_score_order): the estimate is at most 2x high, so about twice what such a filter
+# passes among them. Narrower filters, or too few passing among those read, rank the passing
+# memories instead.
+BROAD_SHARE = 3
+SCORE_ORDER_READ = 12
+
+
+def _broad(among: Among, docs: int) -> bool:
+    """Whether at least 1 in BROAD_SHARE of the owner's `docs` memories pass."""
+    return among.broad is not None and among.broad(docs, BROAD_SHARE)
+
+
+def _in_score_order(
+    conn: Connection,
+    user_id: str,
+    weights: dict[str, float],
+    avg_len: float,
+    need: int,
+    on: Callable[[str], tuple[str, Sequence[object]]],
+    complete: bool,
+) -> list[tuple[str, float]] | None:
+    """The best `need` memories that pass, found by ranking unfiltered and checking the best
+    in score order; None when too few of those read pass (the caller then ranks the passing
+    memories). complete: the ranked list holds every memory with these terms.
+
+    Exactly what ranking only the passing memories gives: both order by (score, id) and a
+    memory's score does not depend on the filter, so the first `need` that pass in the
+    unfiltered order are the best `need` that pass; when the list is whole, those that pass
+    are all there are. A broad filter so costs the unfiltered ranking and a lookup per memory
+    read, in the same statement, instead of a lookup per posting of the rare terms.
+    """
+    m = _mark(conn)
+    ranked, params = _score_sql(conn, user_id, weights, avg_len, need * SCORE_ORDER_READ)
+    cond, values = on("r.memory_id")
+    sql = (
+        f"SELECT r.memory_id, r.score FROM ({ranked}) r WHERE {cond} "
+        f"ORDER BY r.score DESC, r.memory_id DESC LIMIT {m}"
+    )
+    rows = conn.exec_driver_sql(sql, (*params, *values, int(need))).all()
+    if len(rows) < need and not complete:
+        return None
+    return [(row[0], float(row[1])) for row in rows]
 
 
 def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> float:
@@ -208,6 +270,21 @@ def _score(
 ) -> list[tuple[str, float]]:
     """Sum BM25 over the user's postings for the weighted terms, in SQL (of these memories
     only, and of those that meet `among`, when given)."""
+    sql, params = _score_sql(conn, user_id, weights, avg_len, limit, only, among)
+    rows = conn.exec_driver_sql(sql, params).all()
+    return [(row[0], float(row[1])) for row in rows]
+
+
+def _score_sql(
+    conn: Connection,
+    user_id: str,
+    weights: dict[str, float],
+    avg_len: float,
+    limit: int,
+    only: list[str] | None = None,
+    among: Among | None = None,
+) -> tuple[str, tuple[object, ...]]:
+    """_score()'s statement and its values: memory_id and score, best first."""
     m = _mark(conn)
     params: list[object] = []
     cases = []
@@ -254,5 +331,4 @@ def _score(
         ORDER BY score DESC, memory_id DESC
         LIMIT {m}
         """
-    rows = conn.exec_driver_sql(sql, tuple(params)).all()
-    return [(row[0], float(row[1])) for row in rows]
+    return sql, tuple(params)

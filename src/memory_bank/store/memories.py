@@ -216,27 +216,43 @@ def list_memories(
 
     Each filter reads one index of the owner's (store/filters.py), never every memory.
     """
+    if not found:
+        seal = data_keys.sealer(conn, user_id)
+        page = [_row(r, seal) for r in _page(conn, user_id, limit, before, found)]
+        _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
+        return page
+    # A filtered page is found as ids in driver SQL (filters.page), then read by id.
     since = found.updated_after
     if since is None:
-        rows = _page(conn, user_id, limit, before, found)
+        ids = filters.page(conn, user_id, found, limit, before)
     else:
         # Whatever was created since `since` was updated since: those come first, through the
         # creation-time index; older memories pass only if edited since, read by update time
         # when few were (else a walk by creation time meets them soon).
-        rows = []
+        ids = []
         if found.created_before is None or found.created_before > since:
             start = since if found.created_after is None else max(found.created_after, since)
             newer = replace(found, created_after=start, updated_after=None)
-            rows = _page(conn, user_id, limit, before, newer)
-        if len(rows) < limit:
+            ids = filters.page(conn, user_id, newer, limit, before)
+        if len(ids) < limit:
             end = since if found.created_before is None else min(found.created_before, since)
             older = replace(found, created_before=end)
             changed = filters.changed_since(conn, user_id, since)
-            rows += _page(conn, user_id, limit - len(rows), before, older, changed)
+            if changed is None:
+                ids += filters.page(conn, user_id, older, limit - len(ids), before)
+            else:
+                edited = _page(conn, user_id, limit - len(ids), before, older, changed)
+                ids += [r.id for r in edited]
+    if not ids:
+        return []
+    # Rows, then contexts. The rows by user_id = ? AND id IN (…) on both engines: at 100k
+    # memories MariaDB read 200 (an export's page) so in a few ms where the (user_id, id) pairs
+    # that get_memories uses took 30 (its range analysis grows with the pairs).
     seal = data_keys.sealer(conn, user_id)
-    page = [_row(r, seal) for r in rows]
-    _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
-    return page
+    rows = conn.execute(_BY_ID, _owned_params(True, user_id, ids)).all()
+    by_id = {r.id: _row(r, seal) for r in rows}
+    _attach_contexts(conn, user_id, by_id, seal)
+    return [by_id[mid] for mid in ids if mid in by_id]
 
 
 def _page(
@@ -409,6 +425,7 @@ _GET = {
     sqlite: select(memory).where(_owned(sqlite, memory.c.user_id, memory.c.id))
     for sqlite in (True, False)
 }
+_BY_ID = select(memory).where(_owned(True, memory.c.user_id, memory.c.id))
 _CONTEXTS_OF = {
     sqlite: select(memory_context)
     .where(_owned(sqlite, memory_context.c.user_id, memory_context.c.memory_id))
