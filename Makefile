@@ -83,7 +83,9 @@ SPIDER_SUBSET := tests/api/test_memory.py tests/api/test_memory_edit.py \
 	tests/api/test_memory_limits.py tests/api/test_memory_isolation.py \
 	tests/api/test_org_memories.py tests/domain/test_review.py tests/domain/test_review_edits.py \
 	tests/store/test_encryption.py tests/cli/test_transfer_cli.py tests/cli/test_drafts_cli.py \
-	tests/search/test_semantic.py tests/domain/test_vector_jobs.py
+	tests/search/test_semantic.py tests/domain/test_vector_jobs.py tests/store/test_filters.py \
+	tests/api/test_filters.py tests/api/test_filters_storage.py tests/api/test_filters_modes.py \
+	tests/api/test_filters_mcp.py
 
 test-spider: install
 	@set -e; dir='$(SPIDER_DIR)'; tool='$(PY) tools/spider_cluster.py'; \

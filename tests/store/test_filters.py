@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from conftest import SPIDER_HEAD_URL
 from memory_bank.domain import filters
 from memory_bank.search import index
 from memory_bank.search.document import postings_of
@@ -185,6 +186,11 @@ def test_sqlite_names_the_postings_primary_key_as_the_ranking_expects(service):
     assert keys == [index.SQLITE_TERM_KEY]
 
 
+@pytest.mark.skipif(
+    bool(SPIDER_HEAD_URL),
+    reason="a Spider head estimates rows its own way (2 of 90 here), so through it a broad "
+    "filter takes the exact path: the same results, without the score-order shortcut",
+)
 def test_the_engine_estimates_a_broad_filter_broad_and_a_rare_one_not(service):
     tagged = [["rare"] if i == 7 else ["common"] for i in range(90)]
     _plant(service, "alice", tagged)
