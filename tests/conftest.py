@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
-from databases import wipe
+from databases import MARIADB_ADMIN_URL, SPIDER_HEAD_URL, wipe
 from memory_bank import state as app_state
 from memory_bank.app import create_app, state_of
 from memory_bank.settings import Settings
@@ -29,13 +29,7 @@ from memory_bank.store.engine import writing
 # setting, or the live servers' own environment), so processes started here read it off too.
 os.environ.setdefault("MEMORY_BANK_EMBEDDINGS", "off")
 
-MARIADB_ADMIN_URL = os.environ.get(
-    "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
-)
 ENGINES = ["sqlite", "mariadb"]
-# A Spider head made by `memory-bank shards init` (make test-spider sets it): the "mariadb" runs
-# then go through it instead of a database of their own on MEMORY_BANK_TEST_MARIADB_URL.
-SPIDER_HEAD_URL = os.environ.get("MEMORY_BANK_TEST_SPIDER_HEAD_URL")
 
 
 def _mariadb_available() -> str | None:

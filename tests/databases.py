@@ -3,7 +3,17 @@
 
 from __future__ import annotations
 
+import os
+
 import sqlalchemy as sa
+
+# The MariaDB server the "mariadb" runs use (a database of their own on it).
+MARIADB_ADMIN_URL = os.environ.get(
+    "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
+)
+# A Spider head made by `memory-bank shards init` (make test-spider sets it): the "mariadb" runs
+# then go through it instead of a database of their own on MEMORY_BANK_TEST_MARIADB_URL.
+SPIDER_HEAD_URL = os.environ.get("MEMORY_BANK_TEST_SPIDER_HEAD_URL")
 
 
 def wipe(url: str) -> None:

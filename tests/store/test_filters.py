@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from conftest import SPIDER_HEAD_URL
+from databases import SPIDER_HEAD_URL
 from memory_bank.domain import filters
 from memory_bank.search import index
 from memory_bank.search.document import postings_of

@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 import sqlalchemy as sa
 
-from conftest import MARIADB_ADMIN_URL, SPIDER_HEAD_URL
 from contract import row_counts
+from databases import MARIADB_ADMIN_URL, SPIDER_HEAD_URL
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
