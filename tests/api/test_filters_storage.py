@@ -20,7 +20,7 @@ from memory_bank.store import memories as store
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_tag, service_state
 
-from .test_filters import listed
+from .test_filters import found, listed
 
 
 def new_key() -> str:
@@ -83,6 +83,25 @@ def test_encrypt_and_decrypt_existing_convert_tag_rows(make_service, monkeypatch
     assert main(["crypto", "decrypt-existing", "--batch", "3", "--quiet"]) == 0
     assert set(tag_rows(sealed.engine, "alice")) == {"=deploy", "=ops"}
     assert listed(sealed, sealed.auth("alice"), tag="deploy") == tagged
+
+
+def test_several_tags_while_an_owner_is_part_plain_part_sealed(make_service):
+    # A master key set on a bank with plain rows makes the owner's key MIXED: a tag is then
+    # stored plain on older memories and hashed on newer ones, and a filter must read both
+    # forms of each tag (on MySQL/MariaDB by grouping: `tag IN (two forms)` is not the whole
+    # key of a tag row, so the join of one tag to the other is not taken).
+    plain = make_service()
+    headers = plain.auth("alice")
+    old_both = save(plain, headers, "deploy runbook for the ops team", ["deploy", "ops"])
+    save(plain, headers, "deploy checklist", ["deploy"])
+    sealed = make_service(master_key=new_key())
+    headers = sealed.auth("alice")
+    new_both = save(sealed, headers, "ops deploy window moved", ["Ops", "Deploy"])
+    save(sealed, headers, "ops rota", ["ops"])
+    stored = tag_rows(sealed.engine, "alice")
+    assert "=deploy" in stored and any(t.startswith(crypto.HASHED_TERM_PREFIX) for t in stored)
+    assert listed(sealed, headers, tag=["deploy", "ops"]) == [new_both, old_both]
+    assert set(found(sealed, headers, "deploy", tag=["deploy", "ops"])) == {new_both, old_both}
 
 
 @pytest.mark.parametrize("sealed", [False, True])
