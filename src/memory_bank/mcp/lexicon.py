@@ -29,6 +29,9 @@ NEGATIONS = _words(
 ARTICLES = _words(
     """the a an der die das den dem des ein eine einen le la les l un une du el los las una"""
 )
+# ... or one of these, which place a value in time or space: "halb elf, nicht um zehn", "at
+# noon, not at ten", "à midi, pas à dix heures", "en Sevilla, no en Madrid".
+PLACING = _words("at on in um am im a en")
 # A phrase opening with one of these asks (when it does not end with "?" it still asks).
 QUESTION_LEADS = _words(
     """what which who whom whose when where why how did do does is are was were have has had
@@ -84,6 +87,16 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("unter", "uns"): ("nicht", "speichern"),
     ("entre", "nous"): ("ne", "retiens", "pas"),
     ("entre", "nosotros"): ("no", "guardes"),
+    # A value given in place of another is a contrast, as "..., not ..." is: "make it say
+    # 'quarterly' instead of 'monthly'", "'August' statt 'Juli'".
+    ("instead", "of"): ("and", "not"),
+    ("rather", "than"): ("and", "not"),
+    ("statt",): ("und", "nicht"),
+    ("anstatt",): ("und", "nicht"),
+    ("au", "lieu", "de"): ("et", "pas"),
+    ("plutot", "que"): ("et", "pas"),
+    ("en", "lugar", "de"): ("y", "no"),
+    ("en", "vez", "de"): ("y", "no"),
 }
 # Prepositions that name what something is about ("about the dentist", "sobre el dentista"):
 # with the user's own word after one, a phrase names its subject, so it searches for it.

@@ -232,6 +232,9 @@ def _introduces(word: str, rest: list[str]) -> bool:
     # Not before a preposition or an item's noun: "put that in memory", "make that memory".
     if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
         return False
+    # Nor before its verb: "that's private, don't store it" ("that is").
+    if rest[0] in lexicon.AUXILIARIES:
+        return False
     return rest[0] in lexicon.STOP or len(rest) >= 3
 
 
@@ -286,7 +289,8 @@ def _clause(words: list[str], content: bool) -> Clause:
             continue
         after = words[i + 1] if i + 1 < len(words) else ""
         contrasts = word not in {"ne", "n"}  # French "ne" always stands before a verb
-        if i == 0 and contrasts and (after in lexicon.ARTICLES or after[:1].isdigit()):
+        valued = after in lexicon.ARTICLES or after in lexicon.PLACING or after[:1].isdigit()
+        if i == 0 and contrasts and valued:
             contrast = True
         elif after or i > 0:
             negated = True
@@ -749,6 +753,12 @@ def answer(
         topical = topical or _about(phrase, index)
     if fallback is not None and not kept and (best < ACTION_FLOOR or topical):
         scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR, best + TOPICAL_MARGIN)
+        saver = _saver(fallback, index.capabilities)
+        if saver is not None and best < ACTION_FLOOR and _gives_content(phrase):
+            # Content handed over with no action named, and no question: something to keep
+            # ("Für später: der Schlüssel hängt beim Hausmeister", "on a tranché : ..."),
+            # with the search of what is kept next.
+            scores[saver.name] = scores[fallback.name] + TOPICAL_MARGIN
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
@@ -841,6 +851,17 @@ def _keeper(capability: Capability, capabilities: tuple[Capability, ...]) -> Cap
         (c for c in capabilities if c.method == "POST" and c.path == collection and c.reachable),
         None,
     )
+
+
+def _saver(fallback: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
+    """The capability that adds to the collection the fallback searches (POST on it)."""
+    collection = _parent(fallback.path)
+    return next((c for c in capabilities if c.method == "POST" and c.path == collection), None)
+
+
+def _gives_content(phrase: Phrase) -> bool:
+    """Whether a phrase that asks nothing hands over content: after a colon or a "that"."""
+    return not phrase.question and any(c.content and c.words for c in phrase.clauses)
 
 
 def _parent(path: str) -> str:
