@@ -196,6 +196,16 @@ ENDINGS = tuple(
         key=lambda ending: (-len(ending), ending),
     )
 )
+# The verb "to be" after a subject: a phrase that asks nothing and names no action but says
+# what something is states a fact ("my sister's birthday is on March 3rd", "der Schlüssel ist
+# beim Hausmeister").
+COPULAS = _words(
+    """is are was were am ist sind war waren bin est sont suis etait etaient es son esta estan
+    soy estoy era eran estaba"""
+)
+# With a stated fact, these say it replaces an older one: "my manager is now Tom", "ahora vivo
+# en Sevilla".
+NOW = _words("now jetzt nun maintenant desormais ahora")
 # When something was saved or changed: a filter, never the user's own subject.
 TIME = _words(
     """yesterday today tonight week weeks month months year ago since recently lately earlier

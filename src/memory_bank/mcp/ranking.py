@@ -616,9 +616,34 @@ def answer(
 ) -> Answer:
     """What a phrase asks for among a manifest's capabilities and other operations; with an
     embedder, an English phrase is also ranked by meaning (module docstring)."""
+    framed = _FRAMED.match(query)
+    if framed is not None and _frames(manifest, framed.group(1)):
+        # A frame that names no action but the fallback before a colon reports the request
+        # after it: "user said: remember I'm vegan", "quick one: what do I know about Acme?".
+        inner, named = _answer(manifest, framed.group(2), limit, embedder)
+        if named:
+            return inner
+    return _answer(manifest, query, limit, embedder)[0]
+
+
+def _frames(manifest: Manifest, head: str) -> bool:
+    """Whether words before a colon name no action of their own (or only the fallback's)."""
+    found, named = _answer(manifest, head, 1, None)
+    return not named or (bool(found.ranked) and found.ranked[0][0].fallback)
+
+
+# Up to a colon (not one between digits, as in 10:30), and what follows it.
+_FRAMED = re.compile(r"^([^:]{1,60}?)\s*:\s+(\S.*)$", re.DOTALL)
+
+
+def _answer(
+    manifest: Manifest, query: str, limit: int, embedder: Embedder | None
+) -> tuple[Answer, bool]:
+    """answer() of a whole phrase, and whether the phrase itself names an action (or declines
+    or keeps one), not only the fallback's."""
     phrase = parse(query)
     if not any(_meaningful(w) or _ID.match(w) for w in phrase.words):
-        return Answer(())
+        return Answer(()), False
     index = _index(manifest)
     phrase = _respelled(phrase, index)
     by_name = {c.name: c for c in index.capabilities}
@@ -743,7 +768,8 @@ def answer(
         _blend(scores, meaning)
     best = max(scores.values(), default=0.0)
     if declined is not None and not kept and best < ACTION_FLOOR:
-        return Answer((), declined)
+        return Answer((), declined), True
+    named = kept or best >= ACTION_FLOOR
     fallback = next((c for c in index.capabilities if c.fallback), None)
     leader = by_name[max(scores, key=lambda name: scores[name])]
     if fallback is not None and leader.method == "GET" and leader.path == _parent(fallback.path):
@@ -754,15 +780,20 @@ def answer(
     if fallback is not None and not kept and (best < ACTION_FLOOR or topical):
         scores[fallback.name] = max(scores[fallback.name], ACTION_FLOOR, best + TOPICAL_MARGIN)
         saver = _saver(fallback, index.capabilities)
-        if saver is not None and best < ACTION_FLOOR and _gives_content(phrase):
-            # Content handed over with no action named, and no question: something to keep
-            # ("Für später: der Schlüssel hängt beim Hausmeister", "on a tranché : ..."),
-            # with the search of what is kept next.
-            scores[saver.name] = scores[fallback.name] + TOPICAL_MARGIN
+        states = _states(phrase)
+        if saver is not None and best < ACTION_FLOOR and (states or _gives_content(phrase)):
+            # Content handed over, or a fact stated, with no action named and no question:
+            # something to keep ("Für später: der Schlüssel hängt beim Hausmeister", "btw my
+            # sister's birthday is on March 3rd"), with the search of what is kept next; a
+            # fact that is so "now" replaces an older one ("my manager is now Tom").
+            editor = _editor(saver, index.capabilities)
+            now = states and not lexicon.NOW.isdisjoint(phrase.words)
+            keeper = editor if now and editor is not None else saver
+            scores[keeper.name] = scores[fallback.name] + TOPICAL_MARGIN
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
-    return Answer(tuple(ranked[:limit]), declined, kept)
+    return Answer(tuple(ranked[:limit]), declined, kept), named
 
 
 def rank(
@@ -857,6 +888,20 @@ def _saver(fallback: Capability, capabilities: tuple[Capability, ...]) -> Capabi
     """The capability that adds to the collection the fallback searches (POST on it)."""
     collection = _parent(fallback.path)
     return next((c for c in capabilities if c.method == "POST" and c.path == collection), None)
+
+
+def _editor(saver: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:
+    """The capability that edits an item of the collection a saver adds to (PATCH on it)."""
+    return next(
+        (c for c in capabilities if c.method == "PATCH" and _parent(c.path) == saver.path), None
+    )
+
+
+def _states(phrase: Phrase) -> bool:
+    """Whether a phrase that asks nothing states a fact: a subject, then the verb "to be"."""
+    return not phrase.question and any(
+        not lexicon.COPULAS.isdisjoint(c.words[1:]) for c in phrase.clauses if not c.content
+    )
 
 
 def _gives_content(phrase: Phrase) -> bool:
