@@ -60,7 +60,7 @@ VOLITION = _words(
     """want wants need needs
     will willst mochte mochtest mochten wunsche
     veux veut voudrais voudrait voulais faut faudrait souhaite aimerais
-    quiero quieres quisiera queria necesito hace falta gustaria"""
+    quiero quieres quisiera queria necesito hace falta gustaria ruego"""
 )
 # A later clause with one of these gives a new value for something the phrase drops: "scratch
 # the old number, the new one is ...", "vergiss die alte Adresse, die neue ist ...": an edit.
@@ -79,6 +79,7 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("for", "the", "record"): ("note",),
     ("just", "so", "you", "know"): ("note",),
     ("fyi",): ("note",),
+    ("mark", "down"): ("note",),
     ("zur", "info"): ("notiere",),
     ("pour", "info"): ("note",),
     ("pour", "memoire"): ("note",),
@@ -145,6 +146,9 @@ STOP = _words(
     al en con por para sobre es son era esta estan he has ha hemos han se su sus que favor
     tengo tienes tiene hay todavia aun ya"""
 )
+# Formal politeness, which asks nothing itself: "kindly ...", "je vous prie de ...", "le ruego
+# que ...", "wären Sie so freundlich, ...", "auriez-vous l'amabilité de ...".
+STOP |= _words("kindly freundlich prie ruego amabilite amabilidad auriez tendria")
 # Question words: the question itself is a feature, the word is not ("who" is: it asks
 # about people, as an audit log or a history answers).
 STOP |= _words(
@@ -170,6 +174,9 @@ ITEMS = _words(
     souvenir memoire entree brouillon
     recuerdo nota memoria entrada borrador"""
 )
+# Relative pronouns: after a noun, what follows says which one ("the entry that you just
+# created", "l'entrée que vous venez de créer", "la nota que guardaste").
+RELATIVES = _words("that which que")
 # The same nouns in the plural: a phrase about several is about a collection, not one item.
 PLURAL_ITEMS = _words(
     """memories notes entries records drafts
@@ -214,6 +221,13 @@ TIME = _words(
     ayer anteayer hoy semana semanas mes meses ano desde recientemente pasada pasado hasta
     ahora"""
 )
+# Words that point back in time: with an addition and nothing to add, they ask for what was
+# added ("the latest ten things you noted", "seit Montag hinzugekommen").
+RECENT = _words(
+    """last latest recent recently lately ago since newest yesterday letzte letzten zuletzt
+    neueste neuesten seit gestern kurzlich dernier derniere derniers dernieres recemment depuis
+    hier ultimo ultima ultimos ultimas reciente recientes recientemente desde ayer"""
+)
 # The product's own name says nothing about what to do with it.
 PRODUCT_NAMES = (("memory", "bank"), ("memory-bank",))
 # English contractions, spelled out so "don't" negates and "what's" asks.
@@ -247,3 +261,13 @@ CONTRACTIONS = {
     "you're": "you are",
     "let's": "let us",
 }
+# Nouns a relative clause may follow: one stored thing or several, and "thing" itself.
+NOUNS = ITEMS | PLURAL_ITEMS | _words("thing things one ones trucs truc dinge sachen cosas cosa")
+# What stands before such a noun: an article, a demonstrative, a possessive, "all", "last".
+DETERMINERS = (
+    ARTICLES
+    | DEMONSTRATIVES
+    | POSSESSIVES
+    | ALL
+    | _words("last latest letzte letzten dernier derniere derniers ultimo ultima ultimos ultimas")
+)

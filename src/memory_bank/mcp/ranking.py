@@ -153,6 +153,8 @@ class Clause:
     negated: bool  # "don't save that"
     contrast: bool  # "not the 18th": a value corrected, no action refused
     content: bool  # after "that" or ":": what to save, not what to do
+    # "(the entry) that you just created": which one, neither content nor the request
+    relative: bool = False
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ def parse(text: str) -> Phrase:
     asks = folded.strip().endswith("?") or "\u00bf" in text or first in lexicon.QUESTION_LEADS
     question = asks and first not in lexicon.REQUEST_LEADS and not _commands(flat)
     clauses: list[Clause] = []
-    content = acted = False
+    content = acted = relative = False
     for number, piece in enumerate(pieces):
         if number % 2:
             # What follows a colon or a dash is the content: "save a memory: ...".
@@ -199,6 +201,12 @@ def parse(text: str) -> Phrase:
                 # "tell the org we're switching ...": the "that" English may leave out.
                 clauses.append(_clause(current, content))
                 current, content = [], True
+            if word in lexicon.RELATIVES and _names_one(current):
+                # "delete the entry that you just created", "l'entrée que vous venez de
+                # créer": says which one; its verb is not what the phrase asks.
+                clauses.append(_clause(current, content))
+                current, relative = [], True
+                continue
             complementizer = acted and _introduces(word, rest)
             wish = current or (list(clauses[-1].words) if clauses and not content else [])
             if complementizer and _wishes(wish):
@@ -210,16 +218,27 @@ def parse(text: str) -> Phrase:
                 continue
             if word in lexicon.CONJUNCTIONS or complementizer:
                 if current:
-                    clauses.append(_clause(current, content))
-                current = []
+                    clauses.append(_clause(current, content, relative))
+                current, relative = [], False
                 content = content or complementizer
                 continue
             acted = acted or (word not in lexicon.STOP and word not in lexicon.NEGATIONS)
             current.append(word)
         if current:
-            clauses.append(_clause(current, content))
+            clauses.append(_clause(current, content, relative))
+        relative = False
     ids = frozenset(m.group(1) for w in flat if (m := _ID.match(w)))
     return Phrase(tuple(clauses), question, ids)
+
+
+def _names_one(words: list[str]) -> bool:
+    """Whether words end in a noun with its article or demonstrative ("the entry", "l'entrée",
+    "esa nota"): a relative clause may follow ("commit to memory that ..." is no such noun)."""
+    return (
+        len(words) >= 2
+        and words[-1] in lexicon.NOUNS
+        and (words[-2] in lexicon.DETERMINERS or words[-2].isdigit())
+    )
 
 
 def _introduces(word: str, rest: list[str]) -> bool:
@@ -281,7 +300,7 @@ def _without_names(words: list[str]) -> list[str]:
     return out
 
 
-def _clause(words: list[str], content: bool) -> Clause:
+def _clause(words: list[str], content: bool, relative: bool = False) -> Clause:
     """A clause, with what its negations do."""
     negated = contrast = False
     for i, word in enumerate(words):
@@ -295,6 +314,8 @@ def _clause(words: list[str], content: bool) -> Clause:
         elif after or i > 0:
             negated = True
     # A negation inside the content is part of what to save: "note that I don't eat pork".
+    if relative:
+        return Clause(tuple(words), False, False, False, True)
     return Clause(tuple(words), negated and not contrast and not content, contrast, content)
 
 
@@ -532,7 +553,7 @@ def _phrase_bag(
         if index in skip or clause.contrast:
             continue
         has_content = has_content or clause.content
-        weight = CONTENT_WEIGHT if clause.content else 1.0
+        weight = CONTENT_WEIGHT if clause.content or clause.relative else 1.0
         for word in clause.words:
             if word == _SLOT:
                 has_topic = True
@@ -606,7 +627,13 @@ def _respelled(phrase: Phrase, index: _Index) -> Phrase:
             and not any(index.known(w) for w in rest)
         )
         clauses.append(
-            Clause(words, clause.negated and not valued, clause.contrast or valued, clause.content)
+            Clause(
+                words,
+                clause.negated and not valued,
+                clause.contrast or valued,
+                clause.content,
+                clause.relative,
+            )
         )
     return Phrase(tuple(clauses), phrase.question, phrase.ids)
 
@@ -654,7 +681,7 @@ def _answer(
     asked = [
         w
         for i, c in enumerate(phrase.clauses)
-        if i not in negated and not c.content and not c.contrast
+        if i not in negated and not c.content and not c.contrast and not c.relative
         for w in c.words
         if _meaningful(w)
     ]
@@ -740,6 +767,14 @@ def _answer(
             if reader is not None:
                 scores[reader.name] = max(scores[reader.name], scores[capability.name])
             scores[capability.name] *= QUESTION_CHANGE_FACTOR
+    elif _looks_back(phrase):
+        # An addition to a collection since some time, with nothing to add, asks to read
+        # what was added: "gimme the latest ten things you noted", "entries created this
+        # week", "Lo último que has apuntado".
+        leader = by_name[max(scores, key=lambda name: scores[name])]
+        reader = _reader(leader, index.capabilities) if leader.method == "POST" else None
+        if reader is not None and "{" not in leader.path:
+            scores[reader.name] = max(scores[reader.name], scores[leader.name] + TOPICAL_MARGIN)
     if phrase.ids:
         # An id says which kind of thing the phrase is about: a tool taking no such id is
         # unlikely.
@@ -894,6 +929,16 @@ def _editor(saver: Capability, capabilities: tuple[Capability, ...]) -> Capabili
     """The capability that edits an item of the collection a saver adds to (PATCH on it)."""
     return next(
         (c for c in capabilities if c.method == "PATCH" and _parent(c.path) == saver.path), None
+    )
+
+
+def _looks_back(phrase: Phrase) -> bool:
+    """Whether a phrase that asks no question and hands over nothing points back in time
+    ("latest", "since Monday", "dernier", "último")."""
+    return (
+        not lexicon.RECENT.isdisjoint(phrase.words)
+        and not any(c.content for c in phrase.clauses)
+        and not _states(phrase)
     )
 
 
