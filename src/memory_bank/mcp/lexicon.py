@@ -47,7 +47,8 @@ REQUEST_LEADS = _words(
     """can could would will please
     kannst konntest wurdest konnen konnten wurden bitte
     peux pourrais pouvez pourriez
-    puedes podrias puede podria"""
+    puedes podrias puede podria
+    waren auriez tendria"""
 )
 # What follows one of these after a verb is the content, not the request: "note that ...".
 COMPLEMENTIZERS = _words("that dass que")

@@ -94,8 +94,9 @@ NO_ID_FACTOR = 0.5
 QUESTION_CHANGE_FACTOR = 0.6
 # With an embedding model, the share of its score each cosine point a capability is behind the
 # phrase's closest one costs it, and the least share it keeps (chosen on the tune halves of
-# phrasings_c and _d and on the probes only).
-SEMANTIC_WEIGHT, SEMANTIC_FLOOR = 3.0, 0.05
+# phrasings_c, _d and _e and on the probes only: 2 beat 3 with both local models once the
+# probes in three more voices were in).
+SEMANTIC_WEIGHT, SEMANTIC_FLOOR = 2.0, 0.05
 
 _BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s)")
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
