@@ -48,7 +48,7 @@ REQUEST_LEADS = _words(
     kannst konntest wurdest konnen konnten wurden bitte
     peux pourrais pouvez pourriez
     puedes podrias puede podria
-    waren auriez tendria"""
+    waren auriez tendria merci veuillez"""
 )
 # What follows one of these after a verb is the content, not the request: "note that ...".
 COMPLEMENTIZERS = _words("that dass que")
@@ -81,6 +81,12 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("just", "so", "you", "know"): ("note",),
     ("fyi",): ("note",),
     ("mark", "down"): ("note",),
+    # Discourse markers, which ask nothing: "on second thought, don't keep that", "en fait,
+    # ...", "pensándolo bien, ...".
+    ("on", "second", "thought"): (),
+    ("en", "fait"): (),
+    ("en", "realidad"): (),
+    ("pensandolo", "bien"): (),
     ("zur", "info"): ("notiere",),
     ("pour", "info"): ("note",),
     ("pour", "memoire"): ("note",),
@@ -149,7 +155,10 @@ STOP = _words(
 )
 # Formal politeness, which asks nothing itself: "kindly ...", "je vous prie de ...", "le ruego
 # que ...", "wären Sie so freundlich, ...", "auriez-vous l'amabilité de ...".
-STOP |= _words("kindly freundlich prie ruego amabilite amabilidad auriez tendria")
+STOP |= _words(
+    "kindly freundlich prie ruego amabilite amabilidad auriez tendria merci veuillez proceda"
+)
+STOP |= _words("actually eigentlich")
 # Question words: the question itself is a feature, the word is not ("who" is: it asks
 # about people, as an audit log or a history answers).
 STOP |= _words(

@@ -98,7 +98,7 @@ QUESTION_CHANGE_FACTOR = 0.6
 # probes in three more voices were in).
 SEMANTIC_WEIGHT, SEMANTIC_FLOOR = 2.0, 0.05
 
-_BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s)")
+_BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s|\s*[-=]>\s*)")
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
 _ID = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
 _ID_HINT = re.compile(r"\b([a-z][a-z0-9]*)_\.\.\.")
@@ -192,7 +192,7 @@ def parse(text: str) -> Phrase:
     for number, piece in enumerate(pieces):
         if number % 2:
             # What follows a colon or a dash is the content: "save a memory: ...".
-            content = content or piece.strip()[:1] in {":", "-", "\u2013", "\u2014"}
+            content = content or piece.strip()[:1] in {":", "-", "=", "\u2013", "\u2014"}
             continue
         current: list[str] = []
         words = _without_names(_split_words(piece))
@@ -449,6 +449,11 @@ class _Index:
             return (word + "e",)
         if word.endswith("e") and word[:-1] in self.words:
             return (word[:-1],)
+        # A Spanish formal imperative swaps the imperative's vowel ("elimine", "actualice",
+        # "guarde" of "elimina", "actualiza", "guarda").
+        for formal, familiar in (("ice", "iza"), ("e", "a"), ("a", "e")):
+            if word.endswith(formal) and word[: -len(formal)] + familiar in self.words:
+                return (word[: -len(formal)] + familiar,)
         # An inflected form of a known word its stem does not find: "merken" of "merk",
         # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
         endings = () if word[:5] in self.stems else lexicon.ENDINGS
@@ -660,8 +665,8 @@ def _frames(manifest: Manifest, head: str) -> bool:
     return not named or (bool(found.ranked) and found.ranked[0][0].fallback)
 
 
-# Up to a colon (not one between digits, as in 10:30), and what follows it.
-_FRAMED = re.compile(r"^([^:]{1,60}?)\s*:\s+(\S.*)$", re.DOTALL)
+# Up to a colon (not one between digits, as in 10:30), a dash or an arrow, and what follows.
+_FRAMED = re.compile(r"^([^:]{1,60}?)(?:\s*:|\s+[-\u2013\u2014]|\s*->)\s+(\S.*)$", re.DOTALL)
 
 
 def _answer(
@@ -823,7 +828,7 @@ def _answer(
             # sister's birthday is on March 3rd"), with the search of what is kept next; a
             # fact that is so "now" replaces an older one ("my manager is now Tom").
             editor = _editor(saver, index.capabilities)
-            now = states and not lexicon.NOW.isdisjoint(phrase.words)
+            now = states and not (lexicon.NOW | lexicon.REPLACEMENTS).isdisjoint(phrase.words)
             keeper = editor if now and editor is not None else saver
             scores[keeper.name] = scores[fallback.name] + TOPICAL_MARGIN
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
