@@ -81,6 +81,18 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("just", "so", "you", "know"): ("note",),
     ("fyi",): ("note",),
     ("mark", "down"): ("note",),
+    # Asking whether something can be done asks for it: "is it possible to ...?", "se puede
+    # ...?", "lässt sich ...?".
+    ("is", "it", "possible", "to"): ("can",),
+    ("is", "there", "a", "way", "to"): ("can",),
+    ("lasst", "sich"): ("kannst",),
+    ("est", "il", "possible", "de"): ("peux",),
+    ("est", "ce", "que", "tu", "peux"): ("peux",),
+    ("on", "peut"): ("peux",),
+    ("es", "posible"): ("puedes",),
+    ("se", "puede"): ("puedes",),
+    # Not worth keeping is not to keep: "pas la peine de retenir ça".
+    ("pas", "la", "peine"): ("pas",),
     # Discourse markers, which ask nothing: "on second thought, don't keep that", "en fait,
     # ...", "pensándolo bien, ...".
     ("on", "second", "thought"): (),
@@ -109,6 +121,9 @@ IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {
 # Prepositions that name what something is about ("about the dentist", "sobre el dentista"):
 # with the user's own word after one, a phrase names its subject, so it searches for it.
 ABOUT = _words("about regarding concerning uber bezuglich sur concernant propos sobre acerca")
+# Prepositions that name where something came from ("that came in from Slack", "die aus dem
+# Kalender kamen"): a listing by source, not a subject.
+ORIGINS = _words("from von aus desde del")
 # Possessives, which may stand between one of those and the subject ("about my landlord").
 POSSESSIVES = _words(
     """my our your his her their mein meine meinen meinem meiner unser unsere unseren dein
@@ -159,6 +174,12 @@ STOP |= _words(
     "kindly freundlich prie ruego amabilite amabilidad auriez tendria merci veuillez proceda"
 )
 STOP |= _words("actually eigentlich")
+# What an agent host calls an operation when it looks one up ("tool to persist a preference",
+# "endpoint that reverts an edit", "outil pour ...", "herramienta para ..."): no action.
+STOP |= _words(
+    """tool tools capability capabilities endpoint endpoints function api operation
+    werkzeug schnittstelle endpunkt funktion outil fonction herramienta funcion"""
+)
 # Question words: the question itself is a feature, the word is not ("who" is: it asks
 # about people, as an audit log or a history answers).
 STOP |= _words(
@@ -218,7 +239,8 @@ ENDINGS = tuple(
 # beim Hausmeister").
 COPULAS = _words(
     """is are was were am ist sind war waren bin est sont suis etait etaient es son esta estan
-    soy estoy era eran estaba"""
+    soy estoy era eran estaba
+    called named heisst lautet appelle llama"""
 )
 # With a stated fact, these say it replaces an older one: "my manager is now Tom", "ahora vivo
 # en Sevilla".
@@ -272,7 +294,8 @@ CONTRACTIONS = {
     "let's": "let us",
 }
 # Nouns a relative clause may follow: one stored thing or several, and "thing" itself.
-NOUNS = ITEMS | PLURAL_ITEMS | _words("thing things one ones trucs truc dinge sachen cosas cosa")
+PLURAL_NOUNS = PLURAL_ITEMS | _words("things ones trucs dinge sachen cosas")
+NOUNS = ITEMS | PLURAL_NOUNS | _words("thing one truc cosa")
 # What stands before such a noun: an article, a demonstrative, a possessive, "all", "last".
 DETERMINERS = (
     ARTICLES

@@ -235,6 +235,8 @@ def parse(text: str) -> Phrase:
 def _names_one(words: list[str]) -> bool:
     """Whether words end in a noun with its article or demonstrative ("the entry", "l'entrée",
     "esa nota"): a relative clause may follow ("commit to memory that ..." is no such noun)."""
+    if words and words[-1] in lexicon.PLURAL_NOUNS:
+        return True  # "delete things that I told you", "borrar cosas que te he contado"
     return (
         len(words) >= 2
         and words[-1] in lexicon.NOUNS
@@ -808,7 +810,9 @@ def _answer(
     if meaning is not None:
         _blend(scores, meaning)
     best = max(scores.values(), default=0.0)
-    if declined is not None and not kept and best < ACTION_FLOOR:
+    if declined is not None and not kept and (best < ACTION_FLOOR or not asked):
+        # Declined, and nothing else asked but the content not to keep ("unter uns, nicht
+        # speichern: ich suche einen neuen Job").
         return Answer((), declined), True
     named = kept or best >= ACTION_FLOOR
     fallback = next((c for c in index.capabilities if c.fallback), None)
@@ -966,8 +970,16 @@ def _parent(path: str) -> str:
 
 
 def _about(phrase: Phrase, index: _Index) -> bool:
-    """Whether a phrase says what it is about in the user's own words ("about the dentist")."""
+    """Whether a phrase says what it is about in the user's own words ("about the dentist",
+    "the memories that mention Berlin")."""
     for clause in phrase.clauses:
+        if (
+            clause.relative
+            and lexicon.ORIGINS.isdisjoint(clause.words)
+            and any(_meaningful(w) and not index.known(w) for w in clause.words)
+        ):
+            # Not "... that came in from Slack": where a memory came from lists (by source).
+            return True
         words = [
             w for w in clause.words if w not in lexicon.ARTICLES and w not in lexicon.POSSESSIVES
         ]
