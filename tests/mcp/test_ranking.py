@@ -45,6 +45,31 @@ D_FLOORS = {
     "negations": 7 / 10,
 }
 
+# Floors on the held-out half of phrasings_e.json (written by a session that had not read the
+# ranking, committed alone before issue 31's third pass, never tuned on: its texts and misses
+# were not looked at). Measured once, at the end of that pass: 58/69 = 0.84 overall (0.70
+# before it), en 25/30, de 11/13, fr 11/13, es 11/13, non-English 33/39, negations 10/14; each
+# floor is one miss below. The issue's 0.90 overall is not reached; its 0.75 for the other
+# languages is, and is asserted as such.
+E_FLOORS = {
+    "all": 57 / 69,
+    "en": 24 / 30,
+    "de": 10 / 13,
+    "fr": 10 / 13,
+    "es": 10 / 13,
+    "non-English": 32 / 39,
+    "negations": 9 / 14,
+}
+ISSUE_NON_ENGLISH_FLOOR = 0.75
+# Probes written in other voices by sessions that had not read the ranking, each measured once
+# untuned and then tuned on (floors against regressions, a few misses below the tuned figure):
+# f 149 -> 178, g 166 -> 177, h 143 -> 163 of 200.
+VOICE_PROBE_FLOORS = {
+    "phrasings_f_probes.json": 175 / 200,
+    "phrasings_g_probes.json": 174 / 200,
+    "phrasings_h_probes.json": 160 / 200,
+}
+
 
 def _gen_mcp():
     """tools/gen_mcp.py, which measures the figures docs/mcp.md quotes."""
@@ -204,6 +229,30 @@ def test_rank_1_on_the_fourth_set_held_out_in_four_languages():
         assert good / count >= floor, (group, shown)
 
 
+def test_rank_1_on_the_fifth_set_held_out_in_four_languages():
+    found = _gen_mcp().rank_1("holdout", "phrasings_e.json")
+    shown = {
+        group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
+    }
+    print("phrasings_e.json held-out rank-1 (lexical):", shown)
+    assert found["all"][1] == 69
+    for group, floor in E_FLOORS.items():
+        good, count = found[group]
+        assert good / count >= floor, (group, shown)
+    good, count = found["non-English"]
+    assert good / count >= ISSUE_NON_ENGLISH_FLOOR, shown
+
+
+@pytest.mark.parametrize("name", sorted(VOICE_PROBE_FLOORS))
+def test_rank_1_on_the_probes_in_other_voices(name):
+    tools = manifest.load()
+    entries = json.loads((HERE / name).read_text(encoding="utf-8"))["phrasings"]
+    assert len(entries) == 200
+    good = sum(_gen_mcp().phrasing_passes(tools, e["text"], e["expected"]) for e in entries)
+    print(f"{name} rank-1: {good}/200")
+    assert good / len(entries) >= VOICE_PROBE_FLOORS[name]
+
+
 def test_rank_1_on_the_probes_it_was_tuned_on():
     # Tuned on, so a floor against regressions, not a measure of generalisation.
     tools = manifest.load()
@@ -231,7 +280,9 @@ def test_rank_1_on_the_everyday_probes_it_was_tuned_on():
     assert 1 - len(misses) / len(entries["phrasings"]) >= D_PROBE_FLOOR, misses
 
 
-@pytest.mark.parametrize("name", ["phrasings_b.json", "phrasings_c.json", "phrasings_d.json"])
+@pytest.mark.parametrize(
+    "name", ["phrasings_b.json", "phrasings_c.json", "phrasings_d.json", "phrasings_e.json"]
+)
 def test_the_held_out_half_is_untouched(name):
     # The split was fixed when the set was written: alternate entries per language.
     data = json.loads((HERE / name).read_text(encoding="utf-8"))

@@ -24,7 +24,10 @@ HERE = Path(__file__).parent
 # second pass: phrasings_d.json (written before the blend) 49/55, English 22/25 (48/55 when the
 # blend was added); phrasings_c.json 61/67, English 29/34 (that half had been looked at
 # before). Each floor is one miss below.
+# phrasings_e.json (written before issue 31's third pass, measured once at its end): 59/69,
+# English 26/30.
 MINILM_FLOORS = {
+    "phrasings_e.json": {"all": 58 / 69, "en": 25 / 30},
     "phrasings_d.json": {"all": 48 / 55, "en": 21 / 25},
     "phrasings_c.json": {"all": 60 / 67, "en": 28 / 34},
 }
@@ -188,7 +191,7 @@ def _small_model() -> Any:
     return local_model.load("all-MiniLM-L6-v2")
 
 
-@pytest.mark.parametrize("name", ["phrasings_d.json", "phrasings_c.json"])
+@pytest.mark.parametrize("name", ["phrasings_e.json", "phrasings_d.json", "phrasings_c.json"])
 def test_rank_1_on_the_held_out_halves_with_the_small_model(name):
     model = _small_model()
     gen = _gen_mcp()
