@@ -42,7 +42,13 @@ FIGURES_END = "<!-- end of figures -->"
 NEGATIONS = ("negation", "no_save", "negation_trap")
 LANGUAGES = ("en", "de", "fr", "es")
 # The sets written before tuning, split into a tune and a held-out half, newest first.
-HELD_OUT_SETS = ("phrasings_e.json", "phrasings_d.json", "phrasings_c.json", "phrasings_b.json")
+HELD_OUT_SETS = (
+    "phrasings_i.json",
+    "phrasings_e.json",
+    "phrasings_d.json",
+    "phrasings_c.json",
+    "phrasings_b.json",
+)
 
 
 def _shown(path: Path) -> str:
@@ -150,7 +156,7 @@ def rank_1(
     split: str = "holdout", name: str = "phrasings_b.json", embedder: Any = None
 ) -> dict[str, tuple[int, int]]:
     """(right first, phrasings) on a split of a set written before tuning (phrasings_b.json to
-    phrasings_e.json): all, per language, negations; lexical, or with an embedding model when
+    phrasings_i.json): all, per language, negations; lexical, or with an embedding model when
     one is given."""
     from memory_bank.mcp import manifest as manifest_module
 

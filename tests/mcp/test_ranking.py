@@ -60,7 +60,21 @@ E_FLOORS = {
     "non-English": 32 / 39,
     "negations": 9 / 14,
 }
-ISSUE_NON_ENGLISH_FLOOR = 0.75
+# Floors on the held-out half of phrasings_i.json (written after issue 31's third pass by a
+# session that had read only the operations' names and first sentences and the issue's
+# section 2, committed alone, measured once and never tuned on): 53/55 = 0.96 overall, en
+# 23/25, de, fr, es 10/10 each, negations 12/13; each floor is one miss below, and the issue's
+# floors (0.90 overall, 0.75 for the other languages) are asserted as such.
+I_FLOORS = {
+    "all": 52 / 55,
+    "en": 22 / 25,
+    "de": 9 / 10,
+    "fr": 9 / 10,
+    "es": 9 / 10,
+    "non-English": 29 / 30,
+    "negations": 11 / 13,
+}
+ISSUE_FLOOR, ISSUE_NON_ENGLISH_FLOOR = 0.90, 0.75
 # Probes written in other voices by sessions that had not read the ranking, each measured once
 # untuned and then tuned on (floors against regressions, a few misses below the tuned figure):
 # f 149 -> 178, g 166 -> 177, h 143 -> 163 of 200.
@@ -243,6 +257,22 @@ def test_rank_1_on_the_fifth_set_held_out_in_four_languages():
     assert good / count >= ISSUE_NON_ENGLISH_FLOOR, shown
 
 
+def test_rank_1_on_the_sixth_set_held_out_meets_the_issue_floors():
+    found = _gen_mcp().rank_1("holdout", "phrasings_i.json")
+    shown = {
+        group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
+    }
+    print("phrasings_i.json held-out rank-1 (lexical):", shown)
+    assert found["all"][1] == 55 and found["non-English"][1] == 30
+    for group, floor in I_FLOORS.items():
+        good, count = found[group]
+        assert good / count >= floor, (group, shown)
+    good, count = found["all"]
+    assert good / count >= ISSUE_FLOOR, shown
+    good, count = found["non-English"]
+    assert good / count >= ISSUE_NON_ENGLISH_FLOOR, shown
+
+
 @pytest.mark.parametrize("name", sorted(VOICE_PROBE_FLOORS))
 def test_rank_1_on_the_probes_in_other_voices(name):
     tools = manifest.load()
@@ -281,7 +311,14 @@ def test_rank_1_on_the_everyday_probes_it_was_tuned_on():
 
 
 @pytest.mark.parametrize(
-    "name", ["phrasings_b.json", "phrasings_c.json", "phrasings_d.json", "phrasings_e.json"]
+    "name",
+    [
+        "phrasings_b.json",
+        "phrasings_c.json",
+        "phrasings_d.json",
+        "phrasings_e.json",
+        "phrasings_i.json",
+    ],
 )
 def test_the_held_out_half_is_untouched(name):
     # The split was fixed when the set was written: alternate entries per language.

@@ -26,7 +26,9 @@ HERE = Path(__file__).parent
 # before). Each floor is one miss below.
 # phrasings_e.json (written before issue 31's third pass, measured once at its end): 59/69,
 # English 26/30.
+# phrasings_i.json (measured once, after the third pass, never tuned on): 53/55, English 23/25.
 MINILM_FLOORS = {
+    "phrasings_i.json": {"all": 52 / 55, "en": 22 / 25},
     "phrasings_e.json": {"all": 58 / 69, "en": 25 / 30},
     "phrasings_d.json": {"all": 48 / 55, "en": 21 / 25},
     "phrasings_c.json": {"all": 60 / 67, "en": 28 / 34},
@@ -191,7 +193,9 @@ def _small_model() -> Any:
     return local_model.load("all-MiniLM-L6-v2")
 
 
-@pytest.mark.parametrize("name", ["phrasings_e.json", "phrasings_d.json", "phrasings_c.json"])
+@pytest.mark.parametrize(
+    "name", ["phrasings_i.json", "phrasings_e.json", "phrasings_d.json", "phrasings_c.json"]
+)
 def test_rank_1_on_the_held_out_halves_with_the_small_model(name):
     model = _small_model()
     gen = _gen_mcp()
