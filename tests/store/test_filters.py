@@ -361,3 +361,42 @@ def test_a_two_tag_page_walks_the_sparser_tag_in_index_order(service, monkeypatc
     # The probe's 2 x 10 entries, then 20 `quarter` rows and a lookup of `common` for each
     # (about 60); led by `common`, 80 rows and 80 lookups; sorted, all 100 `quarter` rows.
     assert read < 100, read
+
+
+def test_a_tag_with_a_source_is_counted_in_the_source_index(service):
+    """The memories that pass a tag, a source and a time, read (MySQL/MariaDB) from the source
+    index, which holds all the check needs, rather than from each memory's row."""
+    rng = random.Random(3)
+    start = datetime(2026, 1, 1)
+    made = [
+        (
+            [t for t in ("a", "b") if rng.random() < 0.5],
+            start + timedelta(hours=i),
+            rng.choice(["ci", "cli", "web"]),
+        )
+        for i in range(120)
+    ]
+    ids = _plant_at(service, "alice", made)
+    _plant_at(service, "bob", [(["a"], start + timedelta(hours=50), "ci")] * 3)
+    found = filters.parse(["a"], "2026-01-02", source="ci")
+    expected = {
+        mid
+        for mid, (tags, when, src) in zip(ids, made, strict=True)
+        if "a" in tags and src == "ci" and when >= datetime(2026, 1, 2)
+    }
+    assert expected
+    with service.db.reading() as conn:
+        assert set(store_filters.few(conn, "alice", found, 500) or []) == expected
+        assert set(
+            store_filters.few(conn, "alice", filters.parse(["a", "b"], source="ci"), 500) or []
+        ) == {
+            mid
+            for mid, (tags, _, src) in zip(ids, made, strict=True)
+            if {"a", "b"} <= set(tags) and src == "ci"
+        }
+        if conn.dialect.name == "sqlite" or SPIDER_HEAD_URL:
+            return
+        sql, params = store_filters._passing(conn, "alice", found)
+        plan = conn.exec_driver_sql("EXPLAIN " + sql, params).mappings().all()
+    read = {row["table"]: row for row in plan}
+    assert "Using index" in str(read["m"]["Extra"]), plan
