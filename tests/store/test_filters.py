@@ -231,3 +231,172 @@ def test_counting_a_broad_time_range_reads_the_cap_not_every_memory(service):
                 )
             )
             assert read < 150, read
+
+
+def _plant_at(service: Any, user: str, made: list[tuple[list[str], datetime, str]]) -> list[str]:
+    """One memory per (tags, creation time, source); ids."""
+
+    def work(conn: sa.Connection) -> list[str]:
+        ids = []
+        for i, (tags, when, source) in enumerate(made):
+            text = f"note {i}"
+            row = store.insert_memory(
+                conn,
+                Owner(user, None, source),
+                text,
+                tags,
+                [],
+                postings_of(text, tags, []),
+                created_at=when,
+            )
+            ids.append(row.id)
+        return ids
+
+    return list(service.db.writing(work))
+
+
+def test_the_sparsest_tag_where_a_page_walks_leads_it_not_the_rarest_overall(service, monkeypatch):
+    """A page walks newest first, so the tag whose rows are sparsest there drives it, even
+    when another has fewer rows in all (a count would pick that one)."""
+    monkeypatch.setattr(store_filters, "_PROBE", 3)
+    day = datetime(2026, 1, 1)
+    # `old`: 10 rows in its first days and one on day 100; `new`: 4 rows on days 96-99;
+    # `few`: 2 rows.
+    made = [(["old"], day + timedelta(days=d), "cli") for d in [*range(10), 100]]
+    made += [(["new"], day + timedelta(days=d), "cli") for d in range(96, 100)]
+    made += [(["few"], day + timedelta(days=d), "cli") for d in (5, 97)]
+    _plant_at(service, "alice", made)
+    _plant_at(service, "bob", [(["new"], day + timedelta(days=1), "cli")] * 5)
+    with service.db.reading() as conn:
+
+        def leads(tags: list[str], before: datetime | None = None, **bounds: str) -> str:
+            found = filters.parse(tags, **bounds)
+            forms = store_filters.tag_forms(conn, "alice", found)
+            at = (before, "mem_~") if before else None
+            return tags[store_filters.sparsest(conn, "alice", forms, found, at)]
+
+        assert leads(["old", "new"]) == "old" == leads(["new", "old"])
+        forms = store_filters.tag_forms(conn, "alice", filters.parse(["old", "new"]))
+        assert store_filters.driving_tag(conn, "alice", forms) == 1  # counted: `new`
+        # Before day 50 `new` has no rows, after day 95 `old` has one: fewer than the probe.
+        assert leads(["old", "new"], before=day + timedelta(days=50)) == "new"
+        assert leads(["new", "old"], created_before="2026-02-20") == "new"
+        assert leads(["new", "old"], created_after="2026-04-06") == "old"
+        assert leads(["new", "old", "few"]) == "few"
+
+
+def test_a_page_of_several_tags_is_the_same_whichever_tag_leads(service, monkeypatch):
+    """Each page of a several-tag listing, cursor by cursor, is the memories that pass newest
+    first, whichever tag drives the walk (MariaDB joins the others, SQLite looks them up)."""
+    rng = random.Random(11)
+    start = datetime(2026, 1, 1)
+    made = []
+    for i in range(160):
+        # `c` only in the first half, `b` denser in the second: the sparsest tag changes
+        # along the walk.
+        share = {"a": 0.6, "b": 0.2 if i < 80 else 0.6, "c": 0.5 if i < 80 else 0.0}
+        tags = [t for t, p in share.items() if rng.random() < p]
+        made.append((tags, start + timedelta(hours=i, milliseconds=i % 3), rng.choice("xy")))
+    ids = _plant_at(service, "alice", made)
+    _plant_at(service, "bob", [(["a", "b", "c"], start, "x")] * 5)
+    facts = sorted(zip(ids, made, strict=True), key=lambda r: (r[1][1], r[0]), reverse=True)
+    cases = [
+        ({"tag": ["a", "b"]}, lambda tags, when, src: {"a", "b"} <= set(tags)),
+        ({"tag": ["b", "a", "c"]}, lambda tags, when, src: {"a", "b", "c"} <= set(tags)),
+        (
+            {"tag": ["c", "a"], "created_after": "2026-01-02"},
+            lambda tags, when, src: {"a", "c"} <= set(tags) and when >= datetime(2026, 1, 2),
+        ),
+        (
+            {"tag": ["a", "b"], "source": "x"},
+            lambda tags, when, src: {"a", "b"} <= set(tags) and src == "x",
+        ),
+    ]
+    chosen = store_filters.sparsest
+    with service.db.reading() as conn:
+        for params, passes in cases:
+            found = filters.parse(
+                params["tag"], params.get("created_after"), source=params.get("source")
+            )
+            expected = [mid for mid, (tags, when, src) in facts if passes(tags, when, src)]
+            assert len(expected) > 7, params
+            for lead in [None, *range(len(params["tag"]))]:
+                pick = chosen if lead is None else (lambda *_, lead=lead: lead)
+                monkeypatch.setattr(store_filters, "sparsest", pick)
+                listed: list[str] = []
+                before = None
+                while True:
+                    ids_ = store_filters.page(conn, "alice", found, 7, before)
+                    listed += ids_
+                    if len(ids_) < 7:
+                        break
+                    at = next(when for mid, (_, when, _) in facts if mid == ids_[-1])
+                    before = (at, ids_[-1])
+                assert listed == expected, (params, lead)
+
+
+def test_a_two_tag_page_walks_the_sparser_tag_in_index_order(service, monkeypatch):
+    """MariaDB's handler counters: a page of two tags reads the sparser tag's newest rows and
+    one lookup of the other for each, not the commoner tag's rows, nor every row sorted."""
+    with service.db.reading() as conn:
+        if conn.dialect.name == "sqlite":
+            pytest.skip("MariaDB's handler counters")
+    monkeypatch.setattr(store_filters, "_PROBE", 10)
+    _plant(
+        service, "alice", [["common", "quarter"] if i % 4 == 0 else ["common"] for i in range(400)]
+    )
+    found = filters.parse(["common", "quarter"])
+    with service.db.reading() as conn:
+        conn.exec_driver_sql("FLUSH STATUS")
+        ids = store_filters.page(conn, "alice", found, 20)
+        read = sum(
+            int(value)
+            for _, value in conn.exec_driver_sql(
+                "SHOW SESSION STATUS WHERE Variable_name IN "
+                "('Handler_read_key', 'Handler_read_next', 'Handler_read_prev', "
+                "'Handler_read_rnd_next', 'Handler_read_rnd')"
+            )
+        )
+    assert len(ids) == 20
+    # The probe's 2 x 10 entries, then 20 `quarter` rows and a lookup of `common` for each
+    # (about 60); led by `common`, 80 rows and 80 lookups; sorted, all 100 `quarter` rows.
+    assert read < 100, read
+
+
+def test_a_tag_with_a_source_is_counted_in_the_source_index(service):
+    """The memories that pass a tag, a source and a time, read (MySQL/MariaDB) from the source
+    index, which holds all the check needs, rather than from each memory's row."""
+    rng = random.Random(3)
+    start = datetime(2026, 1, 1)
+    made = [
+        (
+            [t for t in ("a", "b") if rng.random() < 0.5],
+            start + timedelta(hours=i),
+            rng.choice(["ci", "cli", "web"]),
+        )
+        for i in range(120)
+    ]
+    ids = _plant_at(service, "alice", made)
+    _plant_at(service, "bob", [(["a"], start + timedelta(hours=50), "ci")] * 3)
+    found = filters.parse(["a"], "2026-01-02", source="ci")
+    expected = {
+        mid
+        for mid, (tags, when, src) in zip(ids, made, strict=True)
+        if "a" in tags and src == "ci" and when >= datetime(2026, 1, 2)
+    }
+    assert expected
+    with service.db.reading() as conn:
+        assert set(store_filters.few(conn, "alice", found, 500) or []) == expected
+        assert set(
+            store_filters.few(conn, "alice", filters.parse(["a", "b"], source="ci"), 500) or []
+        ) == {
+            mid
+            for mid, (tags, _, src) in zip(ids, made, strict=True)
+            if {"a", "b"} <= set(tags) and src == "ci"
+        }
+        if conn.dialect.name == "sqlite" or SPIDER_HEAD_URL:
+            return
+        sql, params = store_filters._passing(conn, "alice", found)
+        plan = conn.exec_driver_sql("EXPLAIN " + sql, params).mappings().all()
+    read = {row["table"]: row for row in plan}
+    assert "Using index" in str(read["m"]["Extra"]), plan
