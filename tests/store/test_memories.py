@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import secrets
 from datetime import datetime
 
 import pytest
 import sqlalchemy as sa
 
 from contract import row_counts
-from databases import MARIADB_ADMIN_URL, SPIDER_HEAD_URL
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
-from memory_bank.store.engine import make_engine, reading, writing
-from memory_bank.store.migrate import migrate
+from memory_bank.store.engine import reading, writing
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_context
 
@@ -128,28 +125,6 @@ def test_reads_are_owner_scoped(service):
         assert store.get_memories(conn, "bob", [row.id]) == {}
         assert store.list_memories(conn, "bob", 10, None) == []
         assert set(store.get_memories(conn, "alice", [row.id])) == {row.id}
-
-
-@pytest.fixture
-def fresh_mariadb(mariadb_url):
-    """A migrated MariaDB database of this test's own, its tables first opened while empty."""
-    if SPIDER_HEAD_URL:
-        pytest.skip("reads the server's own row counters, which a Spider head does not show")
-    name = f"mbtest_stale_{secrets.token_hex(4)}"
-    admin = sa.create_engine(MARIADB_ADMIN_URL)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
-    engine = make_engine(
-        sa.engine.make_url(MARIADB_ADMIN_URL).set(database=name).render_as_string(False)
-    )
-    try:
-        migrate(engine)
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
-        admin.dispose()
 
 
 def test_fetching_by_id_reads_only_those_memories_contexts_after_the_tables_grew(fresh_mariadb):

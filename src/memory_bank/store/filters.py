@@ -226,6 +226,12 @@ def page(
         first = sparsest(conn, owner, forms, found, before)
         when, key = "t.created_at", "t.memory_id"
         sql = f"SELECT {'STRAIGHT_JOIN ' if joins else ''}t.memory_id FROM memory_tag t"
+        if not is_sqlite(conn):
+            # The walk is the primary key's order, whatever the table's statistics say: with
+            # statistics taken before the owner's rows came, MariaDB read every tag row of
+            # the owner through (user_id, memory_id, tag) and sorted them (1,518 rows for a
+            # page of 15, in the suite under load).
+            sql += " FORCE INDEX (PRIMARY)"
         conds.append(f"t.user_id = {mark} AND t.tag IN ({_marks(mark, len(forms[first]))})")
         params += [owner, *forms[first]]
         for i, each in enumerate(forms):
