@@ -612,11 +612,20 @@ def test_tag_and_date_filters_narrow_the_list_and_search(panel):
     )
     assert panel.driver.find_element("id", "filter-clear").is_displayed()
     # A date range (UTC days, both ends included) narrows further: the 40-day-old one goes.
-    start = (utcnow() - timedelta(days=10)).strftime("%m%d%Y")
-    from selenium.webdriver.common.keys import Keys
+    start = (utcnow() - timedelta(days=10)).strftime("%Y-%m-%d")
 
-    # Tab out, as a person does: Chromium commits a typed date field's value on leaving it.
-    panel.driver.find_element("id", "filter-from").send_keys(start, Keys.TAB)
+    def pick_date(field: str, day: str) -> None:
+        # As a date picker does: set the field's value and fire its change. Typing the digits
+        # was flaky on a loaded machine: Chromium resets a date segment when the next
+        # keystroke comes late, so a slow "11272026" became another date.
+        panel.driver.execute_script(
+            "const f = document.getElementById(arguments[0]); f.value = arguments[1];"
+            "f.dispatchEvent(new Event('change', {bubbles: true}));",
+            field,
+            day,
+        )
+
+    pick_date("filter-from", start)
     panel.wait_for(lambda d: contents() == ["Deploy freeze over the holidays"])
     panel.shot("filters")
     # Two tags: every one must be carried; a search keeps the filters.
@@ -630,8 +639,8 @@ def test_tag_and_date_filters_narrow_the_list_and_search(panel):
     panel.wait_for(lambda d: "among the filtered ones" in panel.text("memories-status"))
     assert contents() == ["Deploy freeze over the holidays"]
     # "until" a day that ends before it: nothing matches, and says so.
-    until = (utcnow() - timedelta(days=5)).strftime("%m%d%Y")
-    panel.driver.find_element("id", "filter-until").send_keys(until, Keys.TAB)
+    until = (utcnow() - timedelta(days=5)).strftime("%Y-%m-%d")
+    pick_date("filter-until", until)
     panel.wait_for(lambda d: "No memory matches" in panel.text("memories-status"))
     assert contents() == []
     panel.driver.find_element("id", "search-clear").click()
