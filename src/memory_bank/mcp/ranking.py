@@ -32,7 +32,16 @@ capability uses (its topic). Negation and correction are then handled explicitly
 - a clause that only wants or needs ("quiero que ...", "il faut que ...", "ich möchte, dass
   ...") makes its "that" clause the request, not content to save, with its negation;
 - an id, or "that memory" ("cette note", "diesen Eintrag"), favours the capabilities that take
-  such an id; items in the plural and none alone favour those on a collection.
+  such an id; items in the plural and none alone favour those on a collection;
+- a relative clause after a noun says which item, not what to do ("delete the entry that you
+  just created"); with the user's own words in it, a listing is a search ("the memories that
+  mention Berlin");
+- a frame before a colon, a dash or an arrow that names no action reports the request after
+  it ("user said: remember I'm vegan");
+- content handed over, or a fact stated ("my sister's birthday is on March 3rd"), with no
+  action named and no question is something to keep, or an edit when it is so "now";
+- an addition that points back in time with nothing to add reads what was added ("the latest
+  ten things you noted").
 
 Before comparing, a phrase's words are spelled as the capabilities' text spells them (a
 Spanish imperative without its pronouns, a compound of two known words, a German imperative
