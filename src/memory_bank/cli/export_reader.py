@@ -17,7 +17,7 @@ from memory_bank.http import jsontext
 from memory_bank.http.validation import describe, draft4_schema, field_of
 from memory_bank.ids import is_id
 from memory_bank.spec import inline, load_spec, operations
-from memory_bank.store import api_keys
+from memory_bank.store import api_keys, owners
 
 # The operation whose request body an exported memory is checked as (the REST save), and the
 # parameter whose schema its source is checked with too (the source filter: a source stored is
@@ -171,6 +171,11 @@ def parse_line(text: str, checks: Checks) -> transfer.Restored:
     for pos, c in enumerate(contexts):
         if not isinstance(c.get("id"), str) or not is_id(c["id"], "mctx"):
             raise BadLine(f"'contexts.{pos}.id' must be a context id (mctx_ and 26 characters).")
+    author = item.get("created_by")
+    author = None if author in (None, "") else author
+    problem = None if author is None else author_problem(author, "'created_by'")
+    if problem is not None:
+        raise BadLine(problem)
     new = bodies.new_memory(body)
     return transfer.Restored(
         id=item["id"],
@@ -185,7 +190,21 @@ def parse_line(text: str, checks: Checks) -> transfer.Restored:
             _time(c.get("created_at"), f"contexts.{pos}.created_at")
             for pos, c in enumerate(contexts)
         ],
+        created_by=author,
     )
+
+
+def author_problem(value: Any, name: str) -> str | None:
+    """Why a value cannot be an org memory's author (a user id, as a key's user id must be)."""
+    if not isinstance(value, str):
+        return f"{name} must be a string."
+    try:
+        api_keys._check_name(name, value, required=True)
+    except ValueError as exc:
+        return f"{exc}."
+    if owners.is_org(value):
+        return f"{name} must be a user id, not an org's owner key."
+    return None
 
 
 def _new_context(pos: int, ctx: Any) -> dict[str, Any]:
