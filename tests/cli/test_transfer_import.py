@@ -262,10 +262,13 @@ def test_a_source_a_key_could_not_carry_is_refused(sealed, tmp_path, monkeypatch
         line = memory()
         line["source"] = source
         bad.append(line)
-    dump = export_file(tmp_path / "sources.jsonl", [good, *bad])
+    missing = memory()
+    del missing["source"]
+    dump = export_file(tmp_path / "sources.jsonl", [good, *bad, missing])
     assert main(["users", "import", "carol", str(dump), "--quiet"]) == 1
     err = capsys.readouterr().err
     for number, (_, message) in enumerate(SOURCES, start=3):
         assert f"{dump}:{number}: {message}" in err, err
-    assert f"imported nothing: {len(SOURCES)} bad line(s), the first on line 3" in err
+    assert f"{dump}:{len(SOURCES) + 3}: 'source' is required." in err, err
+    assert f"imported nothing: {len(SOURCES) + 1} bad line(s), the first on line 3" in err
     assert rows_of(sealed.engine, "carol") == 0
