@@ -272,3 +272,26 @@ def test_a_source_a_key_could_not_carry_is_refused(sealed, tmp_path, monkeypatch
     assert f"{dump}:{len(SOURCES) + 3}: 'source' is required." in err, err
     assert f"imported nothing: {len(SOURCES) + 1} bad line(s), the first on line 3" in err
     assert rows_of(sealed.engine, "carol") == 0
+
+
+def test_a_rule_of_the_saves_parsing_names_its_line(sealed, tmp_path, monkeypatch, capsys):
+    # Import parses each line with the REST save's own parser (domain/bodies.py): a rule that
+    # parser applies beyond the spec's schema refuses the line, by number, never a traceback.
+    from memory_bank.domain import bodies
+    from memory_bank.errors import InvalidRequest
+
+    for name, value in sealed.env.items():
+        monkeypatch.setenv(name, value)
+    real = bodies.new_memory
+
+    def stricter(body):
+        if "forbidden" in body["content"]:
+            raise InvalidRequest("'content' breaks a rule of the save.", field="content")
+        return real(body)
+
+    monkeypatch.setattr(bodies, "new_memory", stricter)
+    dump = export_file(tmp_path / "rule.jsonl", [memory(), memory("a forbidden memory")])
+    assert main(["users", "import", "carol", str(dump), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{dump}:3: 'content' breaks a rule of the save." in err, err
+    assert rows_of(sealed.engine, "carol") == 0

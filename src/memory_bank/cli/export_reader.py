@@ -12,7 +12,7 @@ from jsonschema import Draft4Validator
 
 from memory_bank.cli.common import CliError
 from memory_bank.domain import bodies, transfer
-from memory_bank.errors import InvalidRequest
+from memory_bank.errors import ApiError, InvalidRequest
 from memory_bank.http import jsontext
 from memory_bank.http.validation import describe, draft4_schema, field_of
 from memory_bank.ids import is_id
@@ -176,7 +176,10 @@ def parse_line(text: str, checks: Checks) -> transfer.Restored:
     problem = None if author is None else author_problem(author, "'created_by'")
     if problem is not None:
         raise BadLine(problem)
-    new = bodies.new_memory(body)
+    try:
+        new = bodies.new_memory(body)
+    except ApiError as exc:  # a rule the save's parsing applies beyond the spec's schema
+        raise BadLine(exc.detail) from None
     return transfer.Restored(
         id=item["id"],
         content=new.content,
