@@ -238,3 +238,60 @@ def test_a_failed_write_leaves_nothing_imported(sealed, tmp_path):
     proc = run_cli(sealed, "users", "import", "carol", str(dump), "--quiet")
     assert proc.returncode == 0 and "imported 230 memories for carol" in proc.stderr
     assert rows_of(sealed.engine, "carol") > 0
+
+
+SOURCES = [
+    ("api\x00evil", "'source' must not contain NUL characters."),
+    ("\x00", "'source' must not contain NUL characters."),
+    ("a" * 129, "'source' must be an integration's name: 1-128 characters."),
+    ("", "'source' must not be blank."),
+    (None, "'source' must be a string."),
+    ("api ", "'source' must not have surrounding spaces or control characters."),
+    ("api\tx", "'source' must not have surrounding spaces or control characters."),
+]
+
+
+def test_a_source_a_key_could_not_carry_is_refused(sealed, tmp_path, monkeypatch, capsys):
+    # The REST save stores its key's source, which may hold no NUL or other control character
+    # (and the source filter could never find one): an import keeps to the same rules.
+    for name, value in sealed.env.items():
+        monkeypatch.setenv(name, value)
+    good = memory()
+    bad = []
+    for source, _ in SOURCES:
+        line = memory()
+        line["source"] = source
+        bad.append(line)
+    missing = memory()
+    del missing["source"]
+    dump = export_file(tmp_path / "sources.jsonl", [good, *bad, missing])
+    assert main(["users", "import", "carol", str(dump), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    for number, (_, message) in enumerate(SOURCES, start=3):
+        assert f"{dump}:{number}: {message}" in err, err
+    assert f"{dump}:{len(SOURCES) + 3}: 'source' is required." in err, err
+    assert f"imported nothing: {len(SOURCES) + 1} bad line(s), the first on line 3" in err
+    assert rows_of(sealed.engine, "carol") == 0
+
+
+def test_a_rule_of_the_saves_parsing_names_its_line(sealed, tmp_path, monkeypatch, capsys):
+    # Import parses each line with the REST save's own parser (domain/bodies.py): a rule that
+    # parser applies beyond the spec's schema refuses the line, by number, never a traceback.
+    from memory_bank.domain import bodies
+    from memory_bank.errors import InvalidRequest
+
+    for name, value in sealed.env.items():
+        monkeypatch.setenv(name, value)
+    real = bodies.new_memory
+
+    def stricter(body):
+        if "forbidden" in body["content"]:
+            raise InvalidRequest("'content' breaks a rule of the save.", field="content")
+        return real(body)
+
+    monkeypatch.setattr(bodies, "new_memory", stricter)
+    dump = export_file(tmp_path / "rule.jsonl", [memory(), memory("a forbidden memory")])
+    assert main(["users", "import", "carol", str(dump), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{dump}:3: 'content' breaks a rule of the save." in err, err
+    assert rows_of(sealed.engine, "carol") == 0

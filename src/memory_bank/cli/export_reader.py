@@ -12,19 +12,24 @@ from jsonschema import Draft4Validator
 
 from memory_bank.cli.common import CliError
 from memory_bank.domain import bodies, transfer
-from memory_bank.errors import InvalidRequest
+from memory_bank.errors import ApiError, InvalidRequest
 from memory_bank.http import jsontext
 from memory_bank.http.validation import describe, draft4_schema, field_of
 from memory_bank.ids import is_id
 from memory_bank.spec import inline, load_spec, operations
+from memory_bank.store import api_keys, owners
 
-# The operation whose request body an exported memory is checked as (the REST save).
+# The operation whose request body an exported memory is checked as (the REST save), and the
+# parameter whose schema its source is checked with too (the source filter: a source stored is
+# one the filter can ask for).
 SAVE = "postMemory"
+SOURCE_FILTER = ("getMemory", "source")
 # What both engines store: MariaDB's DATETIME runs from year 1000 to 9999.
 EARLIEST = datetime(1000, 1, 1)
 LATEST = datetime(9999, 12, 31, 23, 59, 59, 999000)
 
 Check = Callable[[dict[str, Any]], str | None]
+ValueCheck = Callable[[Any], str | None]
 
 
 class BadLine(Exception):
@@ -40,21 +45,51 @@ class Line:
     problem: str | None
 
 
-def save_check() -> Check:
-    """The REST save's body check (the spec's postMemory body), as the first problem or None."""
-    spec = load_spec()
-    op = next(op for op in operations(spec) if op.id == SAVE)
-    body = op.definition["requestBody"]["content"]["application/json"]["schema"]
-    schema = draft4_schema(inline(spec, body))
-    if schema is None:
-        raise AssertionError(f"the {SAVE} body schema cannot be checked as draft 4")
-    validator = Draft4Validator(schema)
+@dataclass(frozen=True)
+class Checks:
+    """The REST save's checks, read from the spec: a save body's, and a stored source's."""
 
-    def check(body: dict[str, Any]) -> str | None:
-        error = next(iter(validator.iter_errors(body)), None)
+    body: Check
+    source: ValueCheck
+
+
+def save_checks() -> Checks:
+    """The spec's checks an exported memory passes: the postMemory body (content, tags,
+    contexts) and the source filter's parameter (the source)."""
+    spec = load_spec()
+    found = {op.id: op for op in operations(spec)}
+    body = found[SAVE].definition["requestBody"]["content"]["application/json"]["schema"]
+    op_id, name = SOURCE_FILTER
+    params = inline(spec, [*found[op_id].shared_parameters, *found[op_id].definition["parameters"]])
+    source = next(p["schema"] for p in params if p["name"] == name and p["in"] == "query")
+    body_check = _validator(spec, body, SAVE)
+    source_check = _validator(spec, source, f"{op_id} {name}")
+
+    def check_body(value: dict[str, Any]) -> str | None:
+        error = next(iter(body_check.iter_errors(value)), None)
         return None if error is None else describe(error, _export_field(field_of(error)))
 
-    return check
+    def check_source(value: Any) -> str | None:
+        error = next(iter(source_check.iter_errors(value)), None)
+        if error is not None:
+            return describe(error, "source")
+        try:
+            # The REST save stores its key's source: one a key may carry, no other (the key's
+            # rule lives with the keys; it is private there until it is named for this use).
+            api_keys._check_name("'source'", value, required=True)
+        except ValueError as exc:
+            return f"{exc}."
+        return None
+
+    return Checks(check_body, check_source)
+
+
+def _validator(spec: dict[str, Any], schema: dict[str, Any], what: str) -> Draft4Validator:
+    """A draft 4 validator of one of the spec's schemas, as Connexion checks it."""
+    converted = draft4_schema(inline(spec, schema))
+    if converted is None:
+        raise AssertionError(f"the {what} schema cannot be checked as draft 4")
+    return Draft4Validator(converted)
 
 
 def _export_field(field: str | None) -> str | None:
@@ -69,7 +104,7 @@ def _export_field(field: str | None) -> str | None:
 
 def read_export(handle: BinaryIO) -> Iterator[Line]:
     """Check the header (a CliError when the file is no export), then each memory line."""
-    check = save_check()
+    checks = save_checks()
     head = _header(handle.readline())
     if head.get("version") != transfer.VERSION:
         raise CliError(
@@ -80,7 +115,7 @@ def read_export(handle: BinaryIO) -> Iterator[Line]:
         try:
             text = _text(raw)
             if text.strip():
-                yield Line(number, parse_line(text, check), None)
+                yield Line(number, parse_line(text, checks), None)
         except BadLine as exc:
             yield Line(number, None, str(exc))
 
@@ -115,7 +150,7 @@ def _json(text: str) -> Any:
         raise BadLine(exc.detail.replace("The body", "The line", 1)) from None
 
 
-def parse_line(text: str, check: Check) -> transfer.Restored:
+def parse_line(text: str, checks: Checks) -> transfer.Restored:
     """One exported memory, checked with the REST save's rules; BadLine says what is wrong."""
     item = _json(text)
     if not isinstance(item, dict):
@@ -128,21 +163,28 @@ def parse_line(text: str, check: Check) -> transfer.Restored:
         raise BadLine("'contexts' must be an array.")
     body = {k: item[k] for k in ("content", "tags") if item.get(k) is not None}
     body["contexts"] = [_new_context(pos, c) for pos, c in enumerate(contexts)]
-    problem = check(body)
+    problem = checks.body(body)
+    if problem is None:
+        problem = "'source' is required." if "source" not in item else checks.source(item["source"])
     if problem is not None:
         raise BadLine(problem)
-    source = item.get("source")
-    if not isinstance(source, str) or not 1 <= len(source) <= 128:
-        raise BadLine("'source' must be a string of 1-128 characters.")
     for pos, c in enumerate(contexts):
         if not isinstance(c.get("id"), str) or not is_id(c["id"], "mctx"):
             raise BadLine(f"'contexts.{pos}.id' must be a context id (mctx_ and 26 characters).")
-    new = bodies.new_memory(body)
+    author = item.get("created_by")
+    author = None if author in (None, "") else author
+    problem = None if author is None else author_problem(author, "'created_by'")
+    if problem is not None:
+        raise BadLine(problem)
+    try:
+        new = bodies.new_memory(body)
+    except ApiError as exc:  # a rule the save's parsing applies beyond the spec's schema
+        raise BadLine(exc.detail) from None
     return transfer.Restored(
         id=item["id"],
         content=new.content,
         tags=new.tags,
-        source=source,
+        source=item["source"],
         created_at=_time(item.get("created_at"), "created_at"),
         updated_at=_time(item.get("updated_at"), "updated_at"),
         contexts=new.contexts,
@@ -151,7 +193,21 @@ def parse_line(text: str, check: Check) -> transfer.Restored:
             _time(c.get("created_at"), f"contexts.{pos}.created_at")
             for pos, c in enumerate(contexts)
         ],
+        created_by=author,
     )
+
+
+def author_problem(value: Any, name: str) -> str | None:
+    """Why a value cannot be an org memory's author (a user id, as a key's user id must be)."""
+    if not isinstance(value, str):
+        return f"{name} must be a string."
+    try:
+        api_keys._check_name(name, value, required=True)
+    except ValueError as exc:
+        return f"{exc}."
+    if owners.is_org(value):
+        return f"{name} must be a user id, not an org's owner key."
+    return None
 
 
 def _new_context(pos: int, ctx: Any) -> dict[str, Any]:

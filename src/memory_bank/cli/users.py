@@ -12,7 +12,8 @@ from memory_bank.store import user_settings
 
 
 def switch(args: argparse.Namespace, settings: Settings) -> int:
-    """Switch memory off (disable) or back on (enable) for one user."""
+    """Switch memory off (disable) or back on (enable) for one user (never an org's key)."""
+    transfer.user_target(args.user)
     db = open_database(settings)
     disabled = args.users_command == "disable"
     db.writing(lambda conn: user_settings.change(conn, args.user, memory_disabled=disabled))

@@ -16,6 +16,8 @@ CREATED = org_audit.CREATED
 DELETED = org_audit.DELETED
 DRAFTED = org_audit.DRAFTED
 REJECTED = org_audit.REJECTED
+# The key id of an entry no key wrote (an operator's import): no key id is empty.
+IMPORTED = ""
 
 
 def record(
@@ -33,6 +35,13 @@ def record(
         return
     actor = org_audit.Actor(principal.user_id, principal.key_id, principal.source)
     org_audit.record(conn, org_id, action, actor, utcnow(), memory_id=memory_id, draft_id=draft_id)
+
+
+def record_import(conn: Connection, org_id: str, memory_id: str, author: str, source: str) -> None:
+    """Log an org memory that `memory-bank orgs import` wrote: `created`, by its author, from
+    its source, at the time of the import; no key did it, so the entry names none."""
+    actor = org_audit.Actor(author, IMPORTED, source)
+    org_audit.record(conn, org_id, CREATED, actor, utcnow(), memory_id=memory_id)
 
 
 def page(
