@@ -76,7 +76,7 @@ def save_checks() -> Checks:
         try:
             # The REST save stores its key's source: one a key may carry, no other (the key's
             # rule lives with the keys; it is private there until it is named for this use).
-            api_keys._check_name("'source'", value, required=True)
+            api_keys.check_name("'source'", value, required=True)
         except ValueError as exc:
             return f"{exc}."
         return None
@@ -202,7 +202,7 @@ def author_problem(value: Any, name: str) -> str | None:
     if not isinstance(value, str):
         return f"{name} must be a string."
     try:
-        api_keys._check_name(name, value, required=True)
+        api_keys.check_name(name, value, required=True)
     except ValueError as exc:
         return f"{exc}."
     if owners.is_org(value):

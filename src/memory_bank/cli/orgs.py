@@ -25,7 +25,7 @@ def list_(args: argparse.Namespace, settings: Settings) -> int:
 def org_target(org_id: str) -> transfer.Target:
     """An org's target, its id checked as `keys create --org` checks it (a CliError if bad)."""
     try:
-        api_keys._check_name("org id", org_id, required=True)
+        api_keys.check_name("org id", org_id, required=True)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     if len(org_id) > owners.MAX_ORG_ID:

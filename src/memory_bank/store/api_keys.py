@@ -67,8 +67,8 @@ def create_key(
 ) -> tuple[str, KeyRecord]:
     """Create a key; returns the secret (shown once) and its record. `body` is the part after
     `mb_` when the caller derives it (the stdio user's own key); by default it is random."""
-    _check_name("user id", user_id, required=True)
-    _check_name("org id", org_id)
+    check_name("user id", user_id, required=True)
+    check_name("org id", org_id)
     if owners.is_org(user_id):
         # The org namespace of owner keys (store/owners.py): such a user would read an org's rows.
         raise ValueError(f"user id must not start with {owners.ORG_PREFIX!r}")
@@ -76,8 +76,8 @@ def create_key(
         raise ValueError(f"org id must be 1-{owners.MAX_ORG_ID} characters")
     if org_id is None and any(s in ORG_SCOPES for s in scopes):
         raise ValueError("org:write and org:admin need an org (--org)")
-    _check_name("source", source, required=True)
-    _check_name("label", label)
+    check_name("source", source, required=True)
+    check_name("label", label)
     if body is None:
         body = secrets.token_urlsafe(32)
     elif not _BODY.fullmatch(body):
@@ -114,7 +114,7 @@ def create_key(
     return secret, record
 
 
-def _check_name(what: str, value: str | None, required: bool = False) -> None:
+def check_name(what: str, value: str | None, required: bool = False) -> None:
     """Refuse identity values that could alias another one (ValueError names the problem)."""
     if value is None and not required:
         return
