@@ -235,6 +235,25 @@ def test_top_k_are_the_best_k_that_pass(service):
     assert len(best_tagged) == 5
 
 
+def test_a_source_with_a_trailing_space_is_another_source(service):
+    # One answer on both engines (MariaDB's PAD SPACE collation would ignore the space): exact.
+    headers = service.auth("alice")
+    sources = {"plain": "alice-src", "spaced": "alice-src ", "tagged": "alice-src"}
+    ids = {
+        name: plant(
+            service, f"budget from {name}", ["deploy"] if name == "tagged" else [], source=src
+        )
+        for name, src in sources.items()
+    }
+    for source in ("alice-src", "alice-src ", "alice-src  "):
+        want = {ids[name] for name, src in sources.items() if src == source}
+        assert set(listed(service, headers, source=source)) == want, source
+        assert set(found(service, headers, "budget", source=source)) == want, source
+        tagged = {ids["tagged"]} & want
+        assert set(listed(service, headers, source=source, tag="deploy")) == tagged, source
+        assert set(found(service, headers, "budget", source=source, tag="deploy")) == tagged
+
+
 def test_tags_follow_edits(bank):
     service, headers, ids = bank
     r = service.client.patch(
