@@ -3,12 +3,19 @@ both engines: each alone, combined, with scope, before ranking, and the 400s tha
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 
+from mcp import Client
 from memory_bank.ids import iso, utcnow
+from memory_bank.mcp import manifest
+from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
+from memory_bank.mcp.server import build_server
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
 from memory_bank.store.owners import Owner
@@ -228,6 +235,25 @@ def test_top_k_are_the_best_k_that_pass(service):
     assert len(best_tagged) == 5
 
 
+def test_a_source_with_a_trailing_space_is_another_source(service):
+    # One answer on both engines (MariaDB's PAD SPACE collation would ignore the space): exact.
+    headers = service.auth("alice")
+    sources = {"plain": "alice-src", "spaced": "alice-src ", "tagged": "alice-src"}
+    ids = {
+        name: plant(
+            service, f"budget from {name}", ["deploy"] if name == "tagged" else [], source=src
+        )
+        for name, src in sources.items()
+    }
+    for source in ("alice-src", "alice-src ", "alice-src  "):
+        want = {ids[name] for name, src in sources.items() if src == source}
+        assert set(listed(service, headers, source=source)) == want, source
+        assert set(found(service, headers, "budget", source=source)) == want, source
+        tagged = {ids["tagged"]} & want
+        assert set(listed(service, headers, source=source, tag="deploy")) == tagged, source
+        assert set(found(service, headers, "budget", source=source, tag="deploy")) == tagged
+
+
 def test_tags_follow_edits(bank):
     service, headers, ids = bank
     r = service.client.patch(
@@ -254,6 +280,10 @@ BAD = [
     ({"created_after": "2026-12-01T09:30:00"}, "created_after"),  # no offset
     ({"created_before": "2026-02-30"}, "created_before"),
     ({"updated_after": "2026-12-01T25:00:00Z"}, "updated_after"),
+    # RFC 3339 in ASCII only: not another script's digits, not a trailing newline.
+    ({"created_after": "２０２６-１２-０１"}, "created_after"),
+    ({"created_before": "2026-12-01\n"}, "created_before"),
+    ({"updated_after": "2026-12-01T09:30:00Z\n"}, "updated_after"),
     ({"tag": ""}, "tag"),
     ({"tag": "   "}, "tag"),
     ({"tag": "x" * 65}, "tag"),
@@ -295,6 +325,33 @@ def test_a_bad_value_is_a_400_naming_the_parameter(service, path, params, field)
     # A tag is named with its place in the list (tag.0) when its own shape is wrong.
     assert problem["field"] == field or problem["field"].startswith(f"{field}.")
     assert field in problem["detail"]
+
+
+def test_a_tool_call_with_a_time_not_in_ascii_is_refused_naming_the_argument(service):
+    # MCP tools reach the same REST validation in-process: the same 400, as the tool's answer.
+    secret = service.key()
+    bad = {
+        "created_after": "２０２６-１２-０１",
+        "created_before": "2026-12-01\n",
+        "updated_after": "2026-12-01T09:30:00Z\n",
+    }
+
+    async def run() -> dict[str, Any]:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=service.app), base_url=IN_PROCESS_BASE
+        ) as http:
+            server = build_server(manifest.load(), Executor(http, lambda: secret))
+            async with Client(server) as client:
+                answers = {}
+                for name, value in bad.items():
+                    for tool, args in (("getMemory", {}), ("getMemorySearch", {"q": "budget"})):
+                        got = await client.call_tool(tool, {**args, name: value})
+                        answers[f"{tool}/{name}"] = json.loads(got.content[0].text)
+                return answers
+
+    for call, problem in anyio.run(run).items():
+        assert problem["status"] == 400 and problem["code"] == "invalid_request", (call, problem)
+        assert problem["field"] == call.split("/")[1], (call, problem)
 
 
 def test_a_cursor_issued_before_time_order_still_pages(service):

@@ -6,10 +6,13 @@ from __future__ import annotations
 import logging
 import secrets
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 
+import limits.storage.memory
 import pytest
 
 from live_server import free_port
@@ -149,16 +152,86 @@ def test_counting_moves_back_to_redis_when_it_answers_again(monkeypatch, caplog)
     try:
         assert [_admitted(one), _admitted(two)] == [True, True]  # two of four, shared
         _stop(server)
-        # Redis gone: each counts alone, from nothing (what Redis held is out of reach).
-        assert [_admitted(one) for _ in range(5)] == [True] * 4 + [False]
+        # Redis gone: each counts alone, from the hits it had counted there itself (what the
+        # other processes counted is out of reach).
+        assert [_admitted(one) for _ in range(4)] == [True] * 3 + [False]
         assert one.health() is not None
         server = _redis_server(port)  # back, empty (it keeps nothing on disk)
         assert one.health() is None
-        assert [_admitted(one), _admitted(two)] == [True, True]
-        assert [_admitted(two) for _ in range(3)] == [True, True, False]
+        # Redis forgot the outage's hits; the process did not: its window is still full.
         assert not _admitted(one)
+        # The other process counts in Redis again, within its own four (one made before).
+        assert [_admitted(two) for _ in range(4)] == [True] * 3 + [False]
+        # A process that started since sees what Redis counted meanwhile: three of four.
+        three = Limiter(4, 0, url, b"s")
+        assert [_admitted(three), _admitted(three)] == [True, False]
     finally:
         _stop(server)
     messages = [r.getMessage() for r in caplog.records]
     assert sum("unreachable" in m for m in messages) == 1, messages
     assert sum("answers again" in m for m in messages) == 1, messages
+
+
+@pytest.mark.parametrize("outage", ["stopped", "frozen"])
+def test_an_outage_holds_a_process_to_the_limit_with_what_it_counted_before(outage):
+    """However Redis stops answering (gone: refused connections; frozen: no answer within the
+    timeout), a process passes at most the limit in the window, counting its hits before."""
+    limit = 5
+    port = free_port()
+    server = _redis_server(port)
+    limiter = Limiter(limit, 2, f"redis://127.0.0.1:{port}/0", b"s")
+    try:
+        before = [_admitted(limiter) for _ in range(3)]
+        limiter.failed("10.0.0.1", "mb_bad")
+        assert before == [True] * 3 and limiter.health() is None  # counted in Redis
+        if outage == "stopped":
+            _stop(server)
+        else:
+            server.send_signal(signal.SIGSTOP)
+        during = [_admitted(limiter) for _ in range(2 * limit)]
+        assert limiter.health() is not None
+        # The window's requests, before and during the outage: the limit, never more.
+        assert sum(before) + sum(during) == limit, during
+        assert during == [True] * (limit - 3) + [False] * (limit + 3)
+        assert _admitted(limiter, "key_2")  # another key has its own count
+        # The client's failed authentications too: one in Redis, one now, and it is spent.
+        limiter.failed("10.0.0.1", "mb_bad")
+        with pytest.raises(RateLimited):
+            limiter.before_lookup("10.0.0.1", "mb_other")
+    finally:
+        if outage == "frozen":
+            server.send_signal(signal.SIGCONT)
+        if server.poll() is None:
+            _stop(server)
+
+
+@pytest.mark.parametrize("where", ["memory", "redis"])
+def test_a_process_keeps_the_hits_of_the_last_window_not_every_key_it_saw(monkeypatch, where):
+    # A clock of the test's own, for the limiter and the memory it counts in.
+    now = [1_000_000.0]
+    clock = SimpleNamespace(time=lambda: now[0], monotonic=time.monotonic)
+    monkeypatch.setattr(limits.storage.memory, "time", clock)
+    monkeypatch.setattr(limitstore, "time", clock)
+    monkeypatch.setattr(limitstore, "OWN_WINDOWS", 50)
+    secret = secrets.token_bytes(32)
+    limiter = Limiter(2, 0, redis_url() if where == "redis" else "memory://", secret)
+    try:
+        own = limiter.windows._local[0]
+        assert isinstance(own, limits.storage.memory.MemoryStorage)
+        assert [_admitted(limiter, "key_0") for _ in range(3)] == [True, True, False]
+        assert all(_admitted(limiter, f"key_{i}") for i in range(1, 200))
+        # Every window is within its minute: each is kept, and key_0 is still spent.
+        assert len(own.events) == 200
+        assert not _admitted(limiter, "key_0")
+        now[0] += 61
+        if where == "redis":
+            forget(redis_url(), secret)  # Redis's windows expire on its own clock
+        # A minute on, the windows whose hits all expired are dropped while new ones come (at
+        # the latest when their number doubled): what is kept is the last window's.
+        assert all(_admitted(limiter, f"new_{i}") for i in range(200))
+        kept = {name.split("/")[2] for name in own.events}
+        assert kept <= {f"new_{i}" for i in range(200)}, sorted(kept - {"new_0"})[:5]
+        assert [_admitted(limiter, "key_0") for _ in range(3)] == [True, True, False]
+    finally:
+        if where == "redis":
+            forget(redis_url(), secret)

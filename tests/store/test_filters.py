@@ -437,3 +437,37 @@ def test_a_tag_listing_walks_the_tag_after_the_tables_grew(fresh_mariadb):
         read = _rows_read(conn) - before
     assert [m.id for m in page] == list(reversed(made[::100]))
     assert read < 200, read
+
+
+def test_a_source_matches_exactly_on_both_engines(service):
+    """A trailing space makes another source: MySQL/MariaDB's PAD SPACE collations would
+    compare `alice-src ` equal to `alice-src`, SQLite not; every statement answers as SQLite."""
+    start = datetime(2026, 1, 1)
+    sources = ["alice-src", "alice-src ", "alice-src", "alice-src  ", "alice-srd"]
+    made = [(["a"], start + timedelta(hours=i), src) for i, src in enumerate(sources)]
+    ids = _plant_at(service, "alice", made)
+    with service.db.reading() as conn:
+        mark = store_filters._mark(conn)
+        for source in ("alice-src", "alice-src ", "alice-src  ", "alice-src   "):
+            want = {mid for mid, src in zip(ids, sources, strict=True) if src == source}
+            for tags in ([], ["a"]):
+                only = filters.parse(tags, "2025-12-31", source=source)
+                got = {
+                    "few": set(store_filters.few(conn, "alice", only, 100) or []),
+                    "page": set(store_filters.page(conn, "alice", only, 100)),
+                    "driven": {
+                        r.id for r in conn.execute(store_filters.driven(conn, "alice", only)[0])
+                    },
+                    "columns": set(
+                        conn.execute(
+                            sa.select(memory.c.id).where(
+                                memory.c.user_id == "alice", *store_filters.columns(only)
+                            )
+                        ).scalars()
+                    ),
+                }
+                probe, members, params = store_filters.restrict(conn, "alice", only, "x.id")
+                for name, cond in (("probe", probe), ("members", members)):
+                    sql = f"SELECT x.id FROM memory x WHERE x.user_id = {mark} AND {cond}"
+                    got[name] = set(conn.exec_driver_sql(sql, ("alice", *params)).scalars())
+                assert got == dict.fromkeys(got, want), (source, tags)

@@ -27,10 +27,15 @@ if TYPE_CHECKING:
 __all__ = ["NONE", "Filters", "instant", "keep", "parse", "restriction"]
 
 # RFC 3339: full-date, or full-date "T" full-time with a "Z" or a numeric offset (T and Z in
-# either case, as section 5.6 allows; a space for T, as its note allows).
+# either case, as section 5.6 allows; a space for T, as its note allows). ASCII digits only
+# ([0-9], not \d: int() reads full-width and other scripts' digits too), and the whole value
+# (fullmatch, never a `$` that lets a trailing newline through), whatever the spec's pattern
+# admits.
 _INSTANT = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})"
-    r"(?:[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2})))?"
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
+    r"(?:[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?"
+    r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2})))?",
+    re.ASCII,
 )
 
 
@@ -68,7 +73,8 @@ def instant(value: str | None, name: str) -> datetime | None:
     `name` when it is neither."""
     if value is None:
         return None
-    match = _INSTANT.fullmatch(value.strip())
+    # Not stripped: white space around a time is not RFC 3339 either.
+    match = _INSTANT.fullmatch(value)
     if match is None:
         raise InvalidRequest(
             f"{name} must be an RFC 3339 date (2026-12-01, meaning 00:00 UTC) or date-time "
@@ -101,7 +107,7 @@ def instant(value: str | None, name: str) -> datetime | None:
         return when.astimezone(UTC).replace(tzinfo=None)
     except (ValueError, OverflowError):
         raise InvalidRequest(
-            f"{name} is not a real date and time: {value.strip()[:40]!r}.", field=name
+            f"{name} is not a real date and time: {value[:40]!r}.", field=name
         ) from None
 
 

@@ -3,7 +3,10 @@
 Counts are moving windows (at most N hits in any 60 seconds) kept by the `limits` library. A
 shared store that stops answering never fails a request: this process counts on its own (as
 with memory://) until the store answers again, says so once per outage in the log, and
-/readyz names it.
+/readyz names it. So that it still holds each key to its limit then, the process keeps its own
+hits of the last window beside the shared count at all times, and a hit passes only when both
+have room: an outage starts from what this process had counted, not from nothing, and the
+hits made during one still count here when the store, which never saw them, answers again.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ REDIS_SCHEMES = frozenset({"redis", "rediss", "redis+unix"})
 TIMEOUT_SECONDS = 0.5
 # Seconds between tries of a store that failed; meanwhile no request waits on it at all.
 RETRY_SECONDS = 5.0
+# Windows this process keeps before it drops those whose hits are all older than the window:
+# memory:// keeps an emptied window's name for good, and client addresses are unbounded.
+OWN_WINDOWS = 10_000
 
 
 def per_minute(amount: int) -> RateLimitItem:
@@ -86,26 +92,54 @@ class Windows:
         self.shared = not isinstance(storage, MemoryStorage)
         self.storage = storage
         self.limiter = MovingWindowRateLimiter(storage)
+        # This process's own hits of each window's last 60 seconds (older ones expire, and
+        # _prune drops the windows they leave empty): the count itself with memory://, kept
+        # beside the shared count otherwise. Its marks stand in for the shared store's only
+        # while that does not answer.
         local = MemoryStorage() if self.shared else storage
         self._local = (local, MovingWindowRateLimiter(local) if self.shared else self.limiter)
         self._lock = threading.Lock()
+        self._prune_at = OWN_WINDOWS
+        self._pruning = threading.Lock()
         # When the current outage of the shared store began (None: it answers), and when to
         # try it again.
         self.down_since: float | None = None
         self._retry_at = 0.0
 
     def hit(self, item: RateLimitItem, *name: str) -> bool:
-        """Count one hit; False (nothing counted) when the window is full."""
-        return self._run(lambda storage, limiter: limiter.hit(item, *name))
+        """Count one hit; False (nothing counted) when the window is full.
+
+        With a shared store, a hit also needs room among this process's own hits: it is
+        counted there as well, so an outage begins from them, not from an empty window.
+        """
+        own = self._local[1]
+        self._prune()
+        if not self.shared:
+            return own.hit(item, *name)
+        if not own.test(item, *name):
+            return False
+        answer = self._ask(lambda storage, limiter: limiter.hit(item, *name))
+        if answer is not None and not answer[0]:
+            return False
+        # Refused only when another thread of this process took the last room meanwhile: one
+        # hit too many in the shared count then, never one too many here.
+        return own.hit(item, *name)
 
     def full(self, item: RateLimitItem, *name: str) -> bool:
         """Whether one more hit would be refused, counting nothing."""
-        return not self._run(lambda storage, limiter: limiter.test(item, *name))
+        if not self._local[1].test(item, *name):
+            return True
+        answer = self._ask(lambda storage, limiter: limiter.test(item, *name))
+        return answer is not None and not answer[0]
 
     def wait(self, item: RateLimitItem, *name: str) -> float:
         """Seconds until the window has room again (0 when it has)."""
-        stats = self._run(lambda storage, limiter: limiter.get_window_stats(item, *name))
-        return 0.0 if stats.remaining > 0 else max(0.0, stats.reset_time - time.time())
+        every = [self._local[1].get_window_stats(item, *name)]
+        answer = self._ask(lambda storage, limiter: limiter.get_window_stats(item, *name))
+        if answer is not None:
+            every.append(answer[0])
+        now = time.time()
+        return max((max(0.0, s.reset_time - now) for s in every if s.remaining <= 0), default=0.0)
 
     def mark(self, key: str, seconds: int) -> None:
         """Set a mark that lasts `seconds` from now."""
@@ -145,18 +179,48 @@ class Windows:
             f"{time.monotonic() - since:.0f} s"
         )
 
+    def _prune(self) -> None:
+        """Drop this process's windows whose hits have all expired, once there are more than
+        OWN_WINDOWS (and then when their number doubled): what it keeps is its hits of the last
+        window, however many keys and addresses it ever saw."""
+        local = self._local[0]
+        if not isinstance(local, MemoryStorage) or len(local.events) <= self._prune_at:
+            return
+        # One thread prunes; the others go on counting meanwhile.
+        if not self._pruning.acquire(blocking=False):
+            return
+        try:
+            now = time.time()
+            for key in list(local.events):
+                # Under the window's lock: a hit on it may be between creating and filling it.
+                with local.locks[key]:
+                    events = local.events.get(key)
+                    # Newest first: when the newest hit expired, all did.
+                    if not events or events[0].expiry <= now:
+                        local.events.pop(key, None)
+                        local.locks.pop(key, None)
+            self._prune_at = max(OWN_WINDOWS, 2 * len(local.events))
+        finally:
+            self._pruning.release()
+
     def _run(self, work: Callable[[Storage, MovingWindowRateLimiter], T]) -> T:
         """Do work on the shared store, or on this process's own while that does not answer."""
-        if self.shared and (self.down_since is None or time.monotonic() >= self._retry_at):
-            try:
-                result = work(self.storage, self.limiter)
-            except StorageError as exc:
-                self._failed(exc.storage_error)
-            else:
-                if self.down_since is not None:
-                    self._recovered()
-                return result
-        return work(*self._local)
+        answer = self._ask(work)
+        return answer[0] if answer is not None else work(*self._local)
+
+    def _ask(self, work: Callable[[Storage, MovingWindowRateLimiter], T]) -> tuple[T] | None:
+        """The shared store's answer to work, or None: no shared store, or it does not answer
+        (not asked again within RETRY_SECONDS of a failure)."""
+        if not self.shared or (self.down_since is not None and time.monotonic() < self._retry_at):
+            return None
+        try:
+            result = work(self.storage, self.limiter)
+        except StorageError as exc:
+            self._failed(exc.storage_error)
+            return None
+        if self.down_since is not None:
+            self._recovered()
+        return (result,)
 
     def _failed(self, error: Exception) -> None:
         """Start (or go on with) an outage: logged once, retried after RETRY_SECONDS."""
@@ -174,7 +238,7 @@ class Windows:
         )
 
     def _recovered(self) -> None:
-        """End an outage; the counts made meanwhile stay in this process only."""
+        """End an outage; the hits made meanwhile stay in this process's own count only."""
         with self._lock:
             since, self.down_since = self.down_since, None
         if since is not None:

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Connection,
     Select,
     and_,
+    func,
     literal,
     select,
 )
@@ -73,7 +74,22 @@ def columns(found: Filters) -> list[ColumnElement[bool]]:
         conds.append(memory.c.updated_at >= found.updated_after)
     if found.source is not None:
         conds.append(memory.c.source == found.source)
+        # Exact, as on SQLite (same_source() says why).
+        conds.append(func.length(memory.c.source) == func.length(literal(found.source)))
     return conds
+
+
+def same_source(mark: str) -> str:
+    """Driver SQL: memory `m` has exactly the source of the next two values (the same one).
+
+    MySQL/MariaDB compare with PAD SPACE (utf8mb4_bin), so `=` alone finds `alice-src` for
+    `alice-src ` where SQLite does not; equal under padding and of equal length is the same
+    string. The length is checked on the entries of memory's (user_id, source, created_at, id)
+    index that `=` finds, so the index still reads the source's range and holds all the check
+    needs (a NO PAD collation in the query would not match the index's, and comparing as
+    binary would not use it).
+    """
+    return f"m.source = {mark} AND LENGTH(m.source) = LENGTH({mark})"
 
 
 def carries(forms: Sequence[str], row: Any = memory) -> ColumnElement[bool]:
@@ -175,8 +191,8 @@ def restrict(
             checks.append(f"m.{name} {op} {mark}")
             params.append(_when(conn, value))
     if found.source is not None:
-        checks.append(f"m.source = {mark}")
-        params.append(found.source)
+        checks.append(same_source(mark))
+        params += [found.source, found.source]
     if checks:
         facts = " AND ".join(checks)
         probes.append(
@@ -270,8 +286,8 @@ def page(
             conds.append(cond)
             params.append(_when(conn, value))
     if found.source is not None:
-        conds.append(f"m.source = {mark}")
-        params.append(found.source)
+        conds.append(same_source(mark))
+        params += [found.source, found.source]
     if before is not None:
         # created_at <= c bounds the index range; the OR only breaks ties of one millisecond.
         conds.append(f"{when} <= {mark} AND ({when} < {mark} OR {key} < {mark})")
@@ -484,8 +500,8 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
             conds.append(cond)
             params.append(_when(conn, value))
     if found.source is not None:
-        conds.append(f"m.source = {mark}")
-        params.append(found.source)
+        conds.append(same_source(mark))
+        params += [found.source, found.source]
     sql += f" WHERE {' AND '.join(conds)}"
     if not forms:
         # In the order of the index that leads: else MariaDB reads the owner's rows by primary
