@@ -1,8 +1,12 @@
-"""How memory-bank is published: its PyPI name, its commands and its MCP registry listing."""
+"""How memory-bank is distributed: its name, its commands, and an install that works today.
+
+It is not on a package index yet, so nothing may send a user or an agent host to one: no
+registry listing, no project URL, and the docs install from a clone.
+"""
 
 from __future__ import annotations
 
-import json
+import re
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -10,21 +14,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # On PyPI, `memory-bank` is an unrelated project; ours must never be installed by that name.
 TAKEN = "memory-bank"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
-def _listing() -> dict:
-    return json.loads((ROOT / "server.json").read_text(encoding="utf-8"))
-
-
 def test_the_distribution_name_is_ours_and_the_command_stays():
     project = _pyproject()["project"]
     name = project["name"]
     assert name == "memory-bank-server" != TAKEN
-    # `memory-bank` stays the command; one named like the distribution makes `uvx <name>` work.
     assert project["scripts"] == {
         "memory-bank": "memory_bank.cli:main",
         name: "memory_bank.cli:main",
@@ -36,40 +36,28 @@ def test_the_distribution_name_is_ours_and_the_command_stays():
     }
 
 
-def test_the_registry_listing_points_at_this_package_and_repository():
-    listing = _listing()
-    package = listing["packages"][0]
-    assert package["identifier"] == _pyproject()["project"]["name"]
-    assert package["registryType"] == "pypi" and package["runtimeHint"] == "uvx"
-    repository = listing["repository"]
-    assert repository["source"] == "github"
-    assert repository["url"].startswith("https://github.com/")
-    assert _pyproject()["project"]["urls"]["Repository"] == repository["url"]
-    # The registry checks ownership by this marker in the package's README (its PyPI page).
-    assert f"mcp-name: {listing['name']}" in (ROOT / "README.md").read_text(encoding="utf-8")
+def test_nothing_points_at_a_repository_or_listing_that_does_not_exist():
+    # No public repository yet: a project URL would send people to a page nobody can reach.
+    assert "urls" not in _pyproject()["project"]
+    # A registry listing would send hosts to a package no index has.
+    assert not (ROOT / "server.json").exists()
+    assert "mcp-name:" not in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_a_registry_install_keeps_its_database_at_an_absolute_place():
-    # A host starts the server from a directory of its own: a relative file would land there.
-    env = {e["name"]: e for e in _listing()["packages"][0]["environmentVariables"]}
-    default = env["MEMORY_BANK_DATABASE_URL"]["default"]
-    assert default.startswith("sqlite:///~/")
-    assert Path(default.removeprefix("sqlite:///")).expanduser().is_absolute()
+def test_docs_install_from_a_clone_not_from_an_index():
+    # `pip install .` (or '.[extra]') works from a clone; an install by the distribution's name
+    # asks an index that does not have it.
+    name = _pyproject()["project"]["name"]
+    fetch = re.compile(
+        rf"(pip install|pipx install|uv tool install|uvx( --from)?) '?({name}|{TAKEN})\b"
+    )
+    for doc in DOCS:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            assert not fetch.search(line), f"{doc.relative_to(ROOT)}:{number}: {line.strip()}"
 
 
-def test_the_listing_offers_the_http_endpoint_too():
-    (remote,) = _listing()["remotes"]
-    assert remote["type"] == "streamable-http"
-    assert remote["url"].startswith("https://") and remote["url"].endswith("/mcp")
-    for variable in (v for v in remote.get("variables", {})):
-        assert "{" + variable + "}" in remote["url"]
-    (header,) = remote["headers"]
-    assert header["name"] == "Authorization" and header["isSecret"] is True
-    assert header["value"] == "Bearer {api_key}" and "api_key" in header["variables"]
-
-
-def test_docs_install_the_distribution_by_its_own_name():
-    for doc in (ROOT / "README.md", ROOT / "docs" / "mcp.md"):
-        text = doc.read_text(encoding="utf-8")
-        for command in ("pip install", "pipx install", "uvx", "uv tool install"):
-            assert f"{command} {TAKEN} " not in text and f"{command} {TAKEN}\n" not in text, doc
+def test_the_readme_gives_the_install_that_works_here():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    install = readme.split("### Installing the package", 1)[1].split("\n## ", 1)[0]
+    assert "pip install ." in install and "memory-bank serve" in install
+    assert "memory-bank mcp" in readme

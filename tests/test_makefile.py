@@ -79,3 +79,14 @@ def test_make_test_fast_leaves_out_each_tier_and_needs_no_browser_or_driver(tmp_
 def test_make_test_selects_every_test(tmp_path):
     (arguments,) = _pytest_arguments(_recipe("test", tmp_path))
     assert not {"-m", "-k", "--deselect", "--ignore"} & set(arguments)
+
+
+def test_the_readme_names_the_tiers_make_test_fast_leaves_out(tmp_path):
+    (arguments,) = _pytest_arguments(_recipe("test-fast", tmp_path))
+    expression = arguments[arguments.index("-m") + 1]
+    left_out = {term.removeprefix("not ") for term in expression.split(" and ")}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sentence = re.search(r"`make test-fast` leaves out the tests marked (.+?);", readme, re.DOTALL)
+    assert sentence is not None
+    named = set(re.findall(r"`(\w+)` \(", sentence.group(1)))
+    assert named == left_out

@@ -49,7 +49,7 @@ def prepare(settings: Settings, db: Database, base: str) -> None:
         memories.sweep_tombstones(db)
     except ServiceUnavailable:
         # A database backend is down (several backends, docs/scale-out.md): serve the owners
-        # on the others; the next start or `memory-bank drafts purge` sweeps.
+        # on the others; the next start sweeps both (`memory-bank drafts purge`, the drafts).
         print("skipped the sweep of expired drafts and old tombstones: a database backend is down")
     panel.print_local_link(settings, db, base)
 

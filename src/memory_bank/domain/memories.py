@@ -1,4 +1,5 @@
-"""The memory domain: validate and normalise input, call storage, shape the output."""
+"""Memories whole: a save, a fetch, a delete and a listing, each in one transaction, and their
+answers shaped (bodies are parsed in domain/bodies.py, edits live in domain/edits.py)."""
 
 from __future__ import annotations
 
@@ -171,7 +172,7 @@ def remove(
 
 
 def sweep_tombstones(db: Database) -> int:
-    """Forget every user's tombstones past their day (start-up, `memory-bank drafts purge`)."""
+    """Forget every user's tombstones past their day (at start-up; a delete forgets its owner's)."""
     before = utcnow() - TOMBSTONE_KEPT
     with db.reading() as conn:
         users = tombstones.users_before(conn, before)

@@ -10,14 +10,13 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection, delete, insert
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from memory_bank.errors import Unauthorized
 from memory_bank.ids import iso, utcnow
-from memory_bank.store import api_keys
+from memory_bank.store import api_keys, signins
 from memory_bank.store.database import Database
-from memory_bank.store.schema import panel_signin_used
 
 PANEL_SOURCE = "panel"
 _DOMAIN = b"memory-bank panel sign-in|"
@@ -69,15 +68,8 @@ def exchange(db: Database, secret: bytes, code: str, session_hours: int) -> Pane
     key_expires = now + timedelta(hours=session_hours)
 
     def work(conn: Connection) -> str:
-        conn.execute(
-            delete(panel_signin_used).where(
-                panel_signin_used.c.user_id == user_id, panel_signin_used.c.expires_at < now
-            )
-        )
-        # The primary key (user, nonce) makes the code single-use, across workers too.
-        conn.execute(
-            insert(panel_signin_used).values(user_id=user_id, nonce=nonce, expires_at=expires)
-        )
+        # Single-use, across workers too: a code spent twice is an IntegrityError.
+        signins.spend(conn, user_id, nonce, expires, now)
         secret_key, _ = api_keys.create_key(
             conn,
             user_id,
