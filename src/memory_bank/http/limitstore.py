@@ -61,7 +61,7 @@ def open_storage(uri: str, namespace: str) -> Storage:
     except ImportError:
         raise ValueError(
             "MEMORY_BANK_RATE_LIMIT_STORAGE names Redis, but the redis client is not "
-            "installed: pip install 'memory-bank-server[redis]'"
+            "installed: pip install '.[redis]' in a clone"
         ) from None
     options: dict[str, Any] = {
         "socket_timeout": TIMEOUT_SECONDS,
