@@ -11,10 +11,13 @@ import sys
 from typing import Any
 
 import anyio
+import pytest
 import sqlalchemy as sa
+from starlette.responses import Response, StreamingResponse
 
 from contract import assert_problem, row_counts
 from mcp import Client, StdioServerParameters
+from memory_bank.http import withhold
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
 from memory_bank.store.owners import Owner
@@ -263,3 +266,14 @@ def test_a_tool_call_over_stdio_answers_a_receipt(service, database_url):
     assert not result.is_error, result.content
     assert MARKER not in result.content[0].text
     _assert_receipt(result.structured_content["memory"])
+
+
+def test_an_answer_that_cannot_be_looked_into_fails_closed():
+    assert withhold.withheld({"memory": {"id": "m", "tags": ["t"], "x": [{"snippet": "s"}]}}) == {
+        "memory": {"id": "m", "x": [{}]}
+    }
+    assert withhold.withheld_reply(({"content": "c", "id": "m"}, 200, {})) == ({"id": "m"}, 200, {})
+    assert withhold.withheld_reply(Response(status_code=204)).status_code == 204
+    for reply in (StreamingResponse(iter([b"{}"])), ("text", 200, {}), Response(b"{}")):
+        with pytest.raises(RuntimeError):
+            withhold.withheld_reply(reply)
