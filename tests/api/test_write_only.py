@@ -277,3 +277,15 @@ def test_an_answer_that_cannot_be_looked_into_fails_closed():
     for reply in (StreamingResponse(iter([b"{}"])), ("text", 200, {}), Response(b"{}")):
         with pytest.raises(RuntimeError):
             withhold.withheld_reply(reply)
+
+
+def test_date_filters_take_ascii_rfc_3339_only(service):
+    # Not this file's subject, but the same spec change: the Instant pattern takes [0-9] only
+    # (Python's \d takes other scripts' digits) and no trailing newline (Python's $ allows one).
+    reader = service.auth()
+    for value in ("２０２６-12-01", "2026-12-01\n", "2026-12-01T09:30:00Z\n", "2026-1２-01"):
+        r = service.client.get("/v1/memory", params={"created_after": value}, headers=reader)
+        assert_problem(r, 400, "invalid_request", "created_after")
+    for value in ("2026-12-01", "2026-12-01T09:30:00.123+02:00"):
+        r = service.client.get("/v1/memory", params={"created_after": value}, headers=reader)
+        assert r.status_code == 200, r.text
