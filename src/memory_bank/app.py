@@ -25,7 +25,7 @@ from memory_bank.domain import vector_jobs
 from memory_bank.domain.reindex import prepare
 from memory_bank.domain.semantic import from_settings
 from memory_bank.errors import ServiceUnavailable
-from memory_bank.http import cors, exceptions, logs, metrics, ratelimit
+from memory_bank.http import cors, exceptions, logs, metrics, ratelimit, withhold
 from memory_bank.http.body import BodyDeadlineMiddleware, BodyLimitMiddleware, ChunkedBodyMiddleware
 from memory_bank.http.headers import SecurityHeadersMiddleware
 from memory_bank.http.hosts import AllowedHostsMiddleware
@@ -105,7 +105,13 @@ def create_app(
     app = connexion.AsyncApp(__name__)
     app.add_api(
         load_spec(spec_file),
-        resolver=Resolver(function_resolver=lambda op_id: handlers[op_id]),
+        # Every handler answers through withhold.guarded: a key without mcp:read is never
+        # shown stored content, whichever operation it calls (docs/acl.md).
+        resolver=Resolver(
+            function_resolver=lambda op_id: withhold.guarded(
+                handlers[op_id], state.requirements[op_id].scopes
+            )
+        ),
         strict_validation=True,
         validator_map={
             "parameter": NamingParameterValidator,

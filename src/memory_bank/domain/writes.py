@@ -35,6 +35,10 @@ def save(
 ) -> Outcome:
     """Save a memory for the principal (or its org), or store a draft when review applies."""
     new = bodies.new_memory(body)
+    if new.dedupe == "skip":
+        # Answering with the memory already kept reads it: a write-only key gets the 403
+        # before anything is stored, a draft included (review would otherwise keep one).
+        acl.check_read(principal)
     if review.needs_review(settings, principal, mine, new.scope):
         return Outcome(draft=review.submit(db, settings, principal, new))
     memory, alike = memories.save(
