@@ -103,8 +103,8 @@ def test_if_match_conflict_is_412_with_the_current_revision(service):
     got = service.client.get(f"/v1/memory/{mem['id']}", headers=headers).json()["memory"]
     assert got["content"] == "One"
     # The current ETag matches, alone or listed; so does *.
-    for tag in ('"2"', '"7", "3"', "*"):
-        r = _patch(service, headers, mem["id"], {"tags": [tag]}, if_match=tag)
+    for i, tag in enumerate(('"2"', '"7", "3"', "*")):
+        r = _patch(service, headers, mem["id"], {"tags": [f"etag-{i}"]}, if_match=tag)
         assert r.status_code == 200, r.text
     gone = service.client.delete(f"/v1/memory/{mem['id']}", headers={**headers, "If-Match": '"4"'})
     assert_problem(gone, 412, "revision_conflict")

@@ -295,3 +295,19 @@ def test_a_rule_of_the_saves_parsing_names_its_line(sealed, tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert f"{dump}:3: 'content' breaks a rule of the save." in err, err
     assert rows_of(sealed.engine, "carol") == 0
+
+
+def test_a_tag_with_a_comma_is_refused_as_the_save_refuses_it(
+    sealed, tmp_path, monkeypatch, capsys
+):
+    # The `tag` filter splits its value on commas, so a tag holding one could never be found:
+    # the spec refuses it in a new tag, and an import reads its lines with the save's schema.
+    for name, value in sealed.env.items():
+        monkeypatch.setenv(name, value)
+    comma = memory()
+    comma["tags"] = ["fine", "a,b"]
+    dump = export_file(tmp_path / "comma.jsonl", [memory(), comma])
+    assert main(["users", "import", "carol", str(dump), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{dump}:3: 'tags.1'" in err and "comma" in err, err
+    assert rows_of(sealed.engine, "carol") == 0
