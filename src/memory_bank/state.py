@@ -44,6 +44,14 @@ def dispose(state: AppState) -> None:
     state.db.dispose()
 
 
+def shutdown(state: AppState) -> None:
+    """At the end of a process, its workers stopped: release the model's runtime once its runs
+    end (one still running when the interpreter stops aborts the process), then the pools."""
+    if state.semantic is not None:
+        state.semantic.release()
+    dispose(state)
+
+
 def state_of(app: Any) -> AppState:
     """The shared state of an app made by create_app (for the CLI and for tests)."""
     state: AppState = app.memory_bank_state

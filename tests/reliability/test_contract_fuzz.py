@@ -144,56 +144,119 @@ def _path_negative(case: Any) -> bool:
     return info is not None and info.mode.is_negative
 
 
-def _off_pattern_headers(case: Any) -> list[str]:
-    """Header values schemathesis sent as valid that the spec's pattern refuses.
+def _off_pattern_headers(query: dict[str, Any], headers: dict[str, Any]) -> list[str]:
+    """Header values sent as valid that the spec's pattern refuses.
 
-    Its coverage phase keeps header values to letters and digits, so for a pattern that needs
-    other characters (If-Match's quoted entity tags) it sends values such as `0` and still
-    calls them schema-valid; the server rightly answers those 400.
+    Schemathesis' coverage phase keeps header values to letters and digits, so for a pattern
+    that needs other characters (If-Match's quoted entity tags) it sends values such as `0` and
+    still calls them schema-valid; the server rightly answers those 400.
     """
-    sent = {name.lower(): value for name, value in (case.headers or {}).items()}
+    sent = {name.lower(): value for name, value in headers.items()}
     value = sent.get("if-match")
-    if value is None or re.search(IF_MATCH_PATTERN, value):
+    if value is None or re.search(IF_MATCH_PATTERN, str(value)):
         return []
     return ["If-Match"]
 
 
-def _impossible_times(case: Any) -> list[str]:
+def _impossible_times(query: dict[str, Any], headers: dict[str, Any]) -> list[str]:
     """Time filters sent as valid that name no real time (month 33, offset +00:85, year 0):
-    the spec's pattern can only state their shape, so the server rightly answers those 400."""
+    the spec's pattern can only state their shape, not the calendar, so the server rightly
+    answers those 400."""
     found = []
-    for name in TIME_PARAMETERS & set(case.query or {}):
-        value = case.query[name]
+    for name in sorted(TIME_PARAMETERS & set(query)):
+        value = query[name]
         try:
             instant(value if isinstance(value, str) else str(value), name)
         except InvalidRequest:
             found.append(name)
-    # Hypothesis reads the Tag pattern's \s as ECMA does; Python's re (Connexion's) also counts
-    # \x1c-\x1f and \x85 as space, so a tag of only those is blank to the server, a 400.
-    tags = (case.query or {}).get("tag")
-    for pos, tag in enumerate(tags if isinstance(tags, list) else [tags] if tags else []):
-        if isinstance(tag, str) and not re.search(r"[^\x00\s]", tag):
-            found.append(f"tag.{pos}" if isinstance(tags, list) else "tag")
     return found
+
+
+def _blank_tags(query: dict[str, Any], headers: dict[str, Any]) -> list[str]:
+    r"""Tag filters sent as valid that are blank to the server: Hypothesis reads the Tag
+    pattern's \s as ECMA does, while Python's re (Connexion's) also counts \x1c-\x1f and \x85
+    as space, so a tag of only those is blank, a 400."""
+    tags = query.get("tag")
+    listed = tags if isinstance(tags, list) else [tags] if tags else []
+    # The server names a tag filter by its position, one value or several.
+    return [
+        f"tag.{pos}"
+        for pos, tag in enumerate(listed)
+        if isinstance(tag, str) and not re.search(r"[^\x00\s]", tag)
+    ]
+
+
+# The three waivers: requests schemathesis generates as valid that the server rightly refuses
+# with a 400 naming the field (docs/reliability.md names each with its reason).
+WAIVERS = {
+    "off-pattern header": _off_pattern_headers,
+    "impossible time": _impossible_times,
+    "blank control-character tag": _blank_tags,
+}
+# Answers decided before a request's parameters are read (no usable key or scope, a method the
+# path lacks, a body over the cap, the rate limit): a waiver does not apply to them, and every
+# check judges them as usual.
+BEFORE_PARAMETERS = {401, 403, 405, 413, 429}
+
+
+def _waived_fields(query: dict[str, Any], headers: dict[str, Any]) -> list[str]:
+    """The fields of a request sent as valid that a waiver says the server must refuse."""
+    return [field for find in WAIVERS.values() for field in find(query, headers)]
+
+
+def _problem(response: Any, code: str, fields: list[str]) -> bool:
+    """Whether the response is the 400 problem+json with this code naming one of fields."""
+    if response.status_code != 400:
+        return False
+    # Schemathesis keeps each header as the list of its values.
+    kind = response.headers.get("content-type") or [""]
+    if not str(kind[0] if isinstance(kind, list) else kind).startswith("application/problem+json"):
+        return False
+    try:
+        doc = response.json()
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("code") == code and doc.get("field") in fields
+
+
+def _waiver(
+    query: dict[str, Any], headers: dict[str, Any], positive: bool, credential: str, response: Any
+) -> bool:
+    """Whether "positive data accepted" is waived for this answer: only when a request sent as
+    valid carries a field a waiver (or an opaque cursor) covers and the answer is exactly the
+    400 problem+json naming that field. A waived field answered any other way (a 2xx, a 404, a
+    500, a 400 naming another field) fails here; every other check still runs on all answers."""
+    if not positive or credential != "valid":
+        return False
+    waived = _waived_fields(query, headers)
+    opaque = sorted(OPAQUE_PARAMETERS & set(query))
+    if _problem(response, "invalid_request", waived) or _problem(
+        response, "invalid_cursor", opaque
+    ):
+        return True
+    if waived and response.status_code not in BEFORE_PARAMETERS:
+        raise AssertionError(
+            f"{', '.join(waived)} is outside the spec and must be refused with the 400 "
+            f"problem+json naming it; the server answered {response.status_code}: "
+            f"{response.text[:500]}"
+        )
+    if opaque and response.status_code == 400:
+        # A cursor this server did not issue is refused as such, never as something else.
+        raise AssertionError(f"a 400 for a request with a cursor: {response.text[:500]}")
+    return False
 
 
 def _validate(case: Any, response: Any, credential: str, headers: dict[str, str]) -> None:
     """Run every schemathesis check on a response, plus this service's own rules."""
-    opaque = sorted(OPAQUE_PARAMETERS & set(case.query or {}))
-    off_pattern = _off_pattern_headers(case) + _impossible_times(case)
-    # A schema-valid string is not a cursor this server issued: a 400 invalid_cursor is the
-    # right answer there, so only that check is relaxed, and only for those requests; so is a
-    # header value outside the spec's pattern, which must be the 400 that names it.
-    excluded = [positive_data_acceptance] if opaque or off_pattern else []
+    positive = case.meta is not None and case.meta.generation.mode.is_positive
+    query, sent = dict(case.query or {}), dict(case.headers or {})
+    # Only "positive data accepted" is ever left out, and only for the exact refusal a waiver
+    # expects (see _waiver).
+    waived = _waiver(query, sent, positive, credential, response)
+    excluded = [positive_data_acceptance] if waived else []
     case.validate_response(
         response, excluded_checks=excluded, headers=headers, transport_kwargs={"headers": headers}
     )
-    positive = case.meta is not None and case.meta.generation.mode.is_positive
-    refused_shape = positive and response.status_code == 400 and off_pattern
-    if opaque and positive and response.status_code == 400 and not refused_shape:
-        assert response.json()["code"] == "invalid_cursor", response.text
-    if off_pattern and positive and response.status_code == 400:
-        assert response.json()["field"] in [*off_pattern, *opaque], response.text
     secured = case.operation.definition.raw.get("security", [{}]) != []
     if credential != "valid" and secured:
         # No key, no data: 401, or a refusal that needs no identity (a method the path
@@ -311,3 +374,106 @@ def test_search_with_semantic_search_on(
     assert len(list(schema.get_all_operations())) == 1
     assert not failures, "\n\n".join(f"{label}: {msg}" for label, msg in failures.items())
     assert {"hybrid", "semantic", "lexical"} <= modes
+
+
+# One request for each waiver as schemathesis sends it (a valid key's positive case): the
+# operation, its query and headers, and the field the server must name.
+WAIVED = {
+    "off-pattern header": ("patchMemoryById", {}, {"If-Match": "0"}, "If-Match"),
+    "impossible time": ("getMemory", {"created_after": "0000-00-00"}, {}, "created_after"),
+    "blank control-character tag": ("getMemory", {"tag": ["\x1c"]}, {}, "tag.0"),
+}
+
+
+def _sent_as_valid(service: Any, name: str, query: dict[str, Any], sent: dict[str, Any]) -> Any:
+    """A case of this operation that schemathesis generated as valid (positive data)."""
+    from schemathesis.generation import GenerationMode
+    from schemathesis.generation.meta import (
+        CaseMetadata,
+        FuzzingPhaseData,
+        GenerationInfo,
+        PhaseInfo,
+        TestPhase,
+    )
+
+    schema = schemathesis.openapi.from_asgi("/openapi.json", service.app, config=_config("valid"))
+    operation = schema.find_operation_by_id(name)
+    meta = CaseMetadata(
+        generation=GenerationInfo(time=0.0, mode=GenerationMode.POSITIVE),
+        components={},
+        phase=PhaseInfo(TestPhase.FUZZING, FuzzingPhaseData(None, None, None, None)),
+    )
+    path: dict[str, Any] = {}
+    if "{id}" in operation.path:
+        saved = service.client.post(
+            "/v1/memory", json={"content": "A memory to edit"}, headers=service.auth("fuzzer")
+        )
+        path["id"] = saved.json()["memory"]["id"]
+    patch = operation.method.upper() == "PATCH"
+    body = {"body": {}, "media_type": "application/json"} if patch else {}
+    return operation.Case(path_parameters=path, query=query, headers=sent, _meta=meta, **body)
+
+
+def _answer(status: int, doc: dict[str, Any], kind: str = "application/problem+json") -> Any:
+    """A response as schemathesis hands it to the checks."""
+    import datetime
+    import json
+
+    import httpx
+    from schemathesis.core.transport import Response
+
+    raw = httpx.Response(
+        status,
+        headers={"content-type": kind},
+        content=json.dumps(doc).encode(),
+        request=httpx.Request("GET", "http://testserver/v1/memory"),
+    )
+    raw.elapsed = datetime.timedelta(0)  # as a transport sets it once the body is read
+    return Response.from_any(raw)
+
+
+@pytest.mark.parametrize("waiver", list(WAIVED))
+def test_a_waiver_covers_only_the_400_that_names_its_field(service: Any, waiver: str) -> None:
+    name, query, sent, field = WAIVED[waiver]
+    assert _waived_fields(query, sent) == [field]
+    headers = service.auth("fuzzer")
+    case = _sent_as_valid(service, name, query, sent)
+    refused = case.call(headers=headers)
+    # What the server answers is the waiver's exact answer: every check passes with it.
+    assert refused.status_code == 400 and refused.json()["field"] == field, refused.text
+    _validate(case, refused, "valid", headers)
+    assert _waiver(query, sent, True, "valid", refused)
+    # The same answer is not waived for a request without the field, nor for one not sent as
+    # valid, nor without a usable key (those are judged as ever).
+    assert not _waiver({}, {}, True, "valid", refused)
+    assert not _waiver(query, sent, False, "valid", refused)
+    assert not _waiver(query, sent, True, "missing", refused)
+    problem = refused.json()
+    others = {
+        "a server error": _answer(500, {**problem, "status": 500, "code": "internal_error"}),
+        "a 400 naming another field": _answer(400, {**problem, "field": "content"}),
+        "a 400 with another code": _answer(400, {**problem, "code": "invalid_cursor"}),
+        "a 400 that is not problem+json": _answer(400, problem, kind="application/json"),
+        "an acceptance": _answer(200, {"memories": [], "next_cursor": None}, "application/json"),
+        "a not found": _answer(404, {**problem, "status": 404, "code": "memory_not_found"}),
+    }
+    for what, answer in others.items():
+        with pytest.raises(AssertionError, match="must be refused with the 400"):
+            _waiver(query, sent, True, "valid", answer)
+        # And through the whole validation a fuzz run does, on a case of its own (checks such
+        # as "use after free" remember the answers a case saw).
+        with pytest.raises((AssertionError, BaseExceptionGroup)):
+            _validate(_sent_as_valid(service, name, query, sent), answer, "valid", headers)
+            pytest.fail(f"{what} passed for {waiver}")
+
+
+def test_an_unwaived_request_refused_like_a_waived_one_still_fails(service: Any) -> None:
+    headers = service.auth("fuzzer")
+    case = _sent_as_valid(service, "getMemory", {"created_after": "0000-00-00"}, {})
+    refused = case.call(headers=headers)
+    assert refused.status_code == 400
+    # The same 400 for a request that carries no waived field: "positive data accepted" runs
+    # and fails it.
+    plain = _sent_as_valid(service, "getMemory", {"limit": 5}, {})
+    with pytest.raises((AssertionError, BaseExceptionGroup)):
+        _validate(plain, refused, "valid", headers)

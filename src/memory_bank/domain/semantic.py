@@ -60,6 +60,7 @@ class Semantic:
         self._down = False
         # Set when a save queued work, so the worker need not wait for its next poll.
         self.wake = threading.Event()
+        self._released = False
 
     @property
     def provider(self) -> Provider:
@@ -80,7 +81,10 @@ class Semantic:
 
     @property
     def ready(self) -> bool:
-        """Whether the provider can embed now (not still being prepared, and not failed)."""
+        """Whether the provider can embed now (not still being prepared, not failed, and not
+        released)."""
+        if self._released:
+            return False
         return self._provider is not None or (
             self._preparation is not None and self._preparation.provider is not None
         )
@@ -157,8 +161,22 @@ class Semantic:
         return found
 
     def close(self) -> None:
-        """Stop the query threads."""
+        """Stop the query threads (queries not started are dropped; none is waited for)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def release(self) -> None:
+        """Before the process exits, with the embedding worker stopped: wait for the query
+        threads, then release the model's runtime once the runs under way end (the outcome of
+        an embed after this is a ModelClosed failure). A model run still going on a thread the
+        interpreter stops at exit aborts the process; a host reads that as a crash."""
+        self._released = True
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        found = self._provider
+        if found is None and self._preparation is not None:
+            found = self._preparation.provider
+        close = getattr(found, "close", None)
+        if close is not None:
+            close()
 
 
 def from_settings(settings: Settings) -> Semantic | None:

@@ -101,7 +101,10 @@ def _session(
         client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE, timeout=60)
         # The in-process transport runs no lifespan, so the embedding worker that `serve`
         # runs there is started here: saved memories get their vectors in this process too.
+        # Leaving this block stops and joins it.
         with embedding_worker(state):
             yield Session(client, key, manifest.for_scopes(scopes), state.semantic)
     finally:
-        app_state.dispose(state)
+        # Then, in this order, the model's runtime (once the runs under way end: a model run
+        # left on a thread at interpreter exit aborts the process) and the database pools.
+        app_state.shutdown(state)

@@ -16,9 +16,12 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +58,10 @@ MAX_TOKENS = 256
 MANIFEST = "memory-bank-model.json"
 
 
+class ModelClosed(RuntimeError):
+    """The model's runtime was released (the process is stopping): it embeds nothing more."""
+
+
 class LocalProvider:
     """An ONNX sentence encoder with mean pooling, unit-length rows."""
 
@@ -72,10 +79,14 @@ class LocalProvider:
         # Batches differ in length, and onnxruntime's arena keeps every peak it ever saw: with
         # it on, a process embedding 10k memories grew past 9 GB; off, it stays flat.
         options.enable_cpu_mem_arena = False
-        self._session = onnxruntime.InferenceSession(
+        self._session: Any = onnxruntime.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
+        # Runs under way, so close() can wait for them: the runtime must not be inside a run
+        # on a thread the interpreter stops at exit (that aborts the process).
+        self._runs = 0
+        self._idle = threading.Condition()
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(max_tokens)
         # BERT vocabularies pad with [PAD] (id 0), RoBERTa-like ones (MPNet) with <pad> (id 1).
@@ -96,15 +107,49 @@ class LocalProvider:
         # padding included, so a text's vector would depend on its batch-mates (cosine 0.98).
         return np.vstack([self._run([text]) for text in texts])
 
+    @property
+    def closed(self) -> bool:
+        """Whether close() released the runtime."""
+        return self._session is None
+
+    def close(self) -> None:
+        """Release the onnxruntime session once the runs under way have ended; an embed after
+        this raises ModelClosed. Call before the process exits, with its workers stopped."""
+        with self._idle:
+            session, self._session = self._session, None
+            self._idle.wait_for(lambda: self._runs == 0)
+        # Freed here, or as the last run returns: never by the interpreter's teardown.
+        del session
+
+    @contextmanager
+    def _running(self) -> Iterator[Any]:
+        """The session for one run, counted while it runs; ModelClosed once released."""
+        with self._idle:
+            session = self._session
+            if session is None:
+                raise ModelClosed(f"{self.model} was released: the process is stopping")
+            self._runs += 1
+        try:
+            yield session
+        finally:
+            with self._idle:
+                self._runs -= 1
+                self._idle.notify_all()
+
     def _run(self, texts: list[str]) -> np.ndarray:
         """One onnxruntime run over these texts (padded to the longest)."""
+        with self._running() as session:
+            return self._pooled(session, texts)
+
+    def _pooled(self, session: Any, texts: list[str]) -> np.ndarray:
+        """The texts' mean-pooled, unit-length rows from this session."""
         encoded = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         if hidden.ndim == 3:
             weights = mask[:, :, None].astype(np.float32)
             hidden = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
@@ -194,7 +239,12 @@ def provider(chosen: Plan, files: Files) -> LocalProvider:
     reference vectors first (ReferenceMismatch: refused, never used)."""
     # The files' sizes and times are in the key: files replaced in place are loaded anew.
     stamp = tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in (files.model, files.tokenizer))
-    return _provider(chosen.model, files, chosen.max_tokens, chosen.reference, stamp)
+    made = _provider(chosen.model, files, chosen.max_tokens, chosen.reference, stamp)
+    if made.closed:
+        # Released by a session that stopped in this process: load it again.
+        _provider.cache_clear()
+        made = _provider(chosen.model, files, chosen.max_tokens, chosen.reference, stamp)
+    return made
 
 
 @functools.lru_cache(maxsize=4)
