@@ -68,18 +68,3 @@ def test_mcp_url_without_key_is_a_clear_error(capsys, monkeypatch):
     monkeypatch.delenv("MEMORY_BANK_MCP_KEY", raising=False)
     assert main(["mcp", "--url", "http://127.0.0.1:9"]) == 2
     assert "--url needs --key" in capsys.readouterr().err
-
-
-def test_registry_listing_matches_the_package():
-    from pathlib import Path
-
-    from memory_bank import __version__
-
-    root = Path(__file__).resolve().parents[2]
-    listing = json.loads((root / "server.json").read_text())
-    assert listing["version"] == __version__
-    assert all(p["version"] == __version__ for p in listing["packages"])
-    assert listing["packages"][0]["packageArguments"] == [{"type": "positional", "value": "mcp"}]
-    assert len(listing["description"]) <= 100
-    # PyPI ownership: the README carries the listing's name as an mcp-name marker.
-    assert f"mcp-name: {listing['name']}" in (root / "README.md").read_text()

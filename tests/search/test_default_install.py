@@ -1,4 +1,4 @@
-"""A default install, as `make run`, `pip install memory-bank-server` or `uvx` gives it: no
+"""A default install, as `make run` or `pip install .` from a clone gives it: no
 setting, no extra, no pip, an empty model cache. It serves at once, answers lexically while
 its model is downloaded and built in the background, then answers a paraphrase in hybrid."""
 

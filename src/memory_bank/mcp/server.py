@@ -126,8 +126,12 @@ def semantic_embedder(semantic: Any, manifest: Manifest) -> Embedders:
 
 def _prepare(manifest: Manifest, provider: ranking.Embedder) -> None:
     """Embed the capabilities' texts; a failure leaves search_capabilities lexical."""
+    from memory_bank.search.local_model import ModelClosed  # numpy only with embeddings on
+
     try:
         ranking.prepare(manifest, provider)
+    except ModelClosed:  # the process is stopping: nothing to report
+        return
     except Exception as exc:  # the model's trouble is logged by semantic search itself
         log.warning("search_capabilities stays lexical: embedding its texts failed (%s)", exc)
 
