@@ -6,6 +6,8 @@ import contextlib
 import inspect
 import os
 import secrets
+import shutil
+import sqlite3
 import sys
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +26,7 @@ from memory_bank.settings import Settings
 from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import writing
+from memory_bank.store.migrate import signing_secret
 
 # Semantic search is on by default; the suite turns it on only where it is under test (by
 # setting, or the live servers' own environment), so processes started here read it off too.
@@ -121,13 +124,57 @@ class Service:
         return {"Authorization": f"Bearer {self.key(user, **kwargs)}"}
 
 
+class PreparedSQLite:
+    """A SQLite database the app prepared once (schema at head, search index current, a signing
+    secret): copied for each service that starts on a file not made yet, which then starts
+    without migrating. Running the migrations took most of a service's start."""
+
+    def __init__(self, path: Path) -> None:
+        app = create_app(Settings(database_url=f"sqlite:///{path}", embeddings="off"))
+        self.secret = signing_secret(state_of(app).db.engine).decode()
+        app_state.dispose(state_of(app))
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.path = path
+
+    def copy_to(self, url: str) -> bool:
+        """Copy the prepared database to url's file if url is a SQLite file that does not
+        exist yet, with a signing secret of its own (as a new database gets); whether it did."""
+        parsed = sa.engine.make_url(url)
+        if parsed.get_backend_name() != "sqlite" or parsed.query or not parsed.database:
+            return False
+        target = Path(parsed.database)
+        if parsed.database == ":memory:" or target.exists() or not target.parent.is_dir():
+            return False
+        shutil.copyfile(self.path, target)
+        with contextlib.closing(sqlite3.connect(target)) as conn, conn:
+            conn.execute(
+                "UPDATE service_state SET value = ? WHERE value = ?",
+                (secrets.token_urlsafe(32), self.secret),
+            )
+        return True
+
+
+@pytest.fixture(scope="session")
+def prepared_sqlite(tmp_path_factory: pytest.TempPathFactory) -> PreparedSQLite:
+    """This session's (worker's) prepared SQLite database."""
+    return PreparedSQLite(tmp_path_factory.mktemp("prepared") / "memory-bank.db")
+
+
 @pytest.fixture
-def make_service(settings: Settings) -> Iterator[Callable[..., Service]]:
-    """Build services with optional setting changes (all on the parametrized database)."""
+def make_service(
+    settings: Settings, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Service]]:
+    """Build services with optional setting changes (all on the parametrized database). A
+    service on a SQLite file not made yet starts from a copy of the prepared database."""
     built: list[Service] = []
 
     def build(**changes: Any) -> Service:
-        app = create_app(settings.replace(**changes))
+        wanted = settings.replace(**changes)
+        url = wanted.database_url.reveal()
+        prepared = request.getfixturevalue("prepared_sqlite") if url.startswith("sqlite") else None
+        copied = prepared is not None and prepared.copy_to(url)
+        app = create_app(wanted, run_migrations=not copied)
         db = state_of(app).db
         client = TestClient(app, raise_server_exceptions=False)
         client.__enter__()
