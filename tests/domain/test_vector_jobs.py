@@ -29,6 +29,7 @@ from memory_bank.settings import Secret
 from memory_bank.store.crypto import encode_master_key, new_master_key
 from memory_bank.store.engine import make_engine
 from memory_bank.store.schema import embedding_job, memory, memory_vector, owner_key
+from serving_thread import serve_in_thread
 
 TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"
@@ -83,8 +84,7 @@ class CountingEmbedder:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_thread(self._server)
 
     def url(self, caller: str) -> str:
         """The base URL a process gives as MEMORY_BANK_EMBEDDINGS=openai:<url>."""
