@@ -8,7 +8,6 @@ import os
 import secrets
 import shutil
 import sqlite3
-import sys
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import writing
 from memory_bank.store.migrate import signing_secret
+from reliability_figures import collect
 
 # Semantic search is on by default; the suite turns it on only where it is under test (by
 # setting, or the live servers' own environment), so processes started here read it off too.
@@ -218,9 +218,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     import json
 
     base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
-    sys.path.insert(0, str(Path(__file__).parent / "reliability"))
-    from reliability_figures import collect
-
     found = collect(base)
     if not found["counts"] and not found["notes"]:
         return
