@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
+import json
 import os
 import secrets
 import shutil
@@ -124,6 +126,28 @@ class Service:
         return {"Authorization": f"Bearer {self.key(user, **kwargs)}"}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def spec_checked_once() -> Iterator[None]:
+    """Connexion checks the OpenAPI document against the OpenAPI schema whenever an app is
+    built: most of a test service's start once it skips the migrations (below), and the same
+    few documents every time. In this process each document that passes is checked once (by
+    its content); one that fails is checked, and fails, every time."""
+    from connexion.spec import Specification
+
+    check = Specification._validate_spec
+    passed: set[bytes] = set()
+
+    def checked_once(cls: type[Specification], spec: dict[str, Any]) -> None:
+        digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=repr).encode()).digest()
+        if digest not in passed:
+            check.__func__(cls, spec)  # type: ignore[attr-defined]
+            passed.add(digest)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Specification, "_validate_spec", classmethod(checked_once))
+        yield
+
+
 class PreparedSQLite:
     """A SQLite database the app prepared once (schema at head, search index current, a signing
     secret): copied for each service that starts on a file not made yet, which then starts
@@ -215,8 +239,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Print (and optionally save) the figures the reliability tests measured."""
-    import json
-
     base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     found = collect(base)
     if not found["counts"] and not found["notes"]:
