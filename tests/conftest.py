@@ -187,17 +187,16 @@ def prepared_sqlite(tmp_path_factory: pytest.TempPathFactory) -> PreparedSQLite:
 
 @pytest.fixture
 def make_service(
-    settings: Settings, request: pytest.FixtureRequest
+    settings: Settings, prepared_sqlite: PreparedSQLite
 ) -> Iterator[Callable[..., Service]]:
     """Build services with optional setting changes (all on the parametrized database). A
-    service on a SQLite file not made yet starts from a copy of the prepared database."""
+    service on a SQLite file not made yet starts from a copy of the prepared database (made
+    before any test's own fixtures run, so nothing a test patches is in it)."""
     built: list[Service] = []
 
     def build(**changes: Any) -> Service:
         wanted = settings.replace(**changes)
-        url = wanted.database_url.reveal()
-        prepared = request.getfixturevalue("prepared_sqlite") if url.startswith("sqlite") else None
-        copied = prepared is not None and prepared.copy_to(url)
+        copied = prepared_sqlite.copy_to(wanted.database_url.reveal())
         app = create_app(wanted, run_migrations=not copied)
         db = state_of(app).db
         client = TestClient(app, raise_server_exceptions=False)

@@ -25,6 +25,7 @@ import pytest
 import sqlalchemy as sa
 
 from memory_bank.domain import vector_jobs
+from memory_bank.search import remote
 from memory_bank.settings import Secret
 from memory_bank.store.crypto import encode_master_key, new_master_key
 from memory_bank.store.engine import make_engine
@@ -247,7 +248,9 @@ def test_a_memory_whose_text_does_not_open_is_set_aside_alone(make_service, embe
     }
 
 
-def test_a_provider_outage_gives_the_claim_back_at_once(make_service, embedder):
+def test_a_provider_outage_gives_the_claim_back_at_once(make_service, embedder, monkeypatch):
+    # Every retry is still made, without the waits between them (1.4 s in all).
+    monkeypatch.setattr(remote, "BACKOFF_SECONDS", 0.0)
     service = make_service(**settings_for(embedder, "app"))
     alice = service.auth("alice")
     ids = [save(service, alice, f"alice feeds the cat {i}") for i in range(3)]
