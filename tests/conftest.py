@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
+import json
 import os
 import secrets
-import sys
+import shutil
+import sqlite3
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +27,8 @@ from memory_bank.settings import Settings
 from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import writing
+from memory_bank.store.migrate import signing_secret
+from reliability_figures import collect
 
 # Semantic search is on by default; the suite turns it on only where it is under test (by
 # setting, or the live servers' own environment), so processes started here read it off too.
@@ -121,13 +126,78 @@ class Service:
         return {"Authorization": f"Bearer {self.key(user, **kwargs)}"}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def spec_checked_once() -> Iterator[None]:
+    """Connexion checks the OpenAPI document against the OpenAPI schema whenever an app is
+    built: most of a test service's start once it skips the migrations (below), and the same
+    few documents every time. In this process each document that passes is checked once (by
+    its content); one that fails is checked, and fails, every time."""
+    from connexion.spec import Specification
+
+    check = Specification._validate_spec
+    passed: set[bytes] = set()
+
+    def checked_once(cls: type[Specification], spec: dict[str, Any]) -> None:
+        digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=repr).encode()).digest()
+        if digest not in passed:
+            check.__func__(cls, spec)  # type: ignore[attr-defined]
+            passed.add(digest)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Specification, "_validate_spec", classmethod(checked_once))
+        yield
+
+
+class PreparedSQLite:
+    """A SQLite database the app prepared once (schema at head, search index current, a signing
+    secret): copied for each service that starts on a file not made yet, which then starts
+    without migrating. Running the migrations took most of a service's start."""
+
+    def __init__(self, path: Path) -> None:
+        app = create_app(Settings(database_url=f"sqlite:///{path}", embeddings="off"))
+        self.secret = signing_secret(state_of(app).db.engine).decode()
+        app_state.dispose(state_of(app))
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.path = path
+
+    def copy_to(self, url: str) -> bool:
+        """Copy the prepared database to url's file if url is a SQLite file that does not
+        exist yet, with a signing secret of its own (as a new database gets); whether it did."""
+        parsed = sa.engine.make_url(url)
+        if parsed.get_backend_name() != "sqlite" or parsed.query or not parsed.database:
+            return False
+        target = Path(parsed.database)
+        if parsed.database == ":memory:" or target.exists() or not target.parent.is_dir():
+            return False
+        shutil.copyfile(self.path, target)
+        with contextlib.closing(sqlite3.connect(target)) as conn, conn:
+            conn.execute(
+                "UPDATE service_state SET value = ? WHERE value = ?",
+                (secrets.token_urlsafe(32), self.secret),
+            )
+        return True
+
+
+@pytest.fixture(scope="session")
+def prepared_sqlite(tmp_path_factory: pytest.TempPathFactory) -> PreparedSQLite:
+    """This session's (worker's) prepared SQLite database."""
+    return PreparedSQLite(tmp_path_factory.mktemp("prepared") / "memory-bank.db")
+
+
 @pytest.fixture
-def make_service(settings: Settings) -> Iterator[Callable[..., Service]]:
-    """Build services with optional setting changes (all on the parametrized database)."""
+def make_service(
+    settings: Settings, prepared_sqlite: PreparedSQLite
+) -> Iterator[Callable[..., Service]]:
+    """Build services with optional setting changes (all on the parametrized database). A
+    service on a SQLite file not made yet starts from a copy of the prepared database (made
+    before any test's own fixtures run, so nothing a test patches is in it)."""
     built: list[Service] = []
 
     def build(**changes: Any) -> Service:
-        app = create_app(settings.replace(**changes))
+        wanted = settings.replace(**changes)
+        copied = prepared_sqlite.copy_to(wanted.database_url.reveal())
+        app = create_app(wanted, run_migrations=not copied)
         db = state_of(app).db
         client = TestClient(app, raise_server_exceptions=False)
         client.__enter__()
@@ -168,12 +238,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Print (and optionally save) the figures the reliability tests measured."""
-    import json
-
     base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
-    sys.path.insert(0, str(Path(__file__).parent / "reliability"))
-    from reliability_figures import collect
-
     found = collect(base)
     if not found["counts"] and not found["notes"]:
         return

@@ -7,8 +7,9 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
+
+from polling import poll
 
 
 def free_port() -> int:
@@ -61,19 +62,16 @@ def start_server(
         text=True,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     lines: list[str] = []
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         if process.poll() is not None:
             raise RuntimeError(
                 "server exited:\n" + (process.stdout.read() if process.stdout else "")
             )
-        try:
-            if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
+        return httpx.get(base + "/readyz", timeout=1).status_code == 200
+
+    if not poll(ready, every=0.2, ignoring=(httpx.HTTPError,)):
         process.kill()
         raise RuntimeError("server did not become ready")
     # serve prints its banner before uvicorn starts; read what is there without blocking.

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from serving_thread import serve_in_thread
+
 
 @dataclass
 class Index:
@@ -127,8 +129,7 @@ def serving() -> Iterator[Index]:
     server.daemon_threads = True
     index.url = f"http://127.0.0.1:{server.server_address[1]}/simple"
     index.gate.set()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         yield index
     finally:

@@ -14,7 +14,8 @@ from memory_bank.spec import load_spec
 
 @pytest.fixture
 def sqlite_settings(tmp_path):
-    return Settings(database_url=f"sqlite:///{tmp_path / 'app.db'}")
+    # Semantic search off: the default loads (or fetches) the embedding model, another tier's.
+    return Settings(database_url=f"sqlite:///{tmp_path / 'app.db'}", embeddings="off")
 
 
 def _write(tmp_path, spec):

@@ -81,7 +81,10 @@ def test_a_worker_started_with_a_wrong_key_exits_with_a_message(database_url, mo
     from memory_bank.state import dispose, state_of
 
     key = crypto.encode_master_key(crypto.new_master_key())
-    dispose(state_of(create_app(Settings(database_url=database_url, master_key=key))))
+    # Semantic search off, as in the worker below (the suite's environment): no model to load.
+    dispose(
+        state_of(create_app(Settings(database_url=database_url, master_key=key, embeddings="off")))
+    )
     monkeypatch.setenv("MEMORY_BANK_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMORY_BANK_MASTER_KEY", crypto.encode_master_key(crypto.new_master_key()))
     with pytest.raises(SystemExit) as stopped:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from functools import partial
 
 import pytest
@@ -19,6 +18,7 @@ from memory_bank.store import crypto, data_keys
 from memory_bank.store.engine import writing
 from memory_bank.store.schema import memory, memory_draft, owner_key
 from memory_bank.store.seal_existing import left_to_convert
+from polling import poll
 
 USERS = ("alice", "bob", "carol")
 # Small batches with a pause between them, so the kill lands half way through.
@@ -134,9 +134,7 @@ def test_encrypt_existing_killed_with_9_and_resumed_ends_sealed_with_nothing_los
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and _sealed_counts(online.engine)[0] < 12:
-            time.sleep(0.02)
+        poll(lambda: _sealed_counts(online.engine)[0] >= 12, every=0.02)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait()

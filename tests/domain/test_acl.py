@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from memory_bank.search import mpnet
 from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine, writing
+from polling import wait_for
 
 ADMIN_URL = os.environ.get(
     "MEMORY_BANK_TEST_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
@@ -219,10 +219,7 @@ def test_acl_table_listings(world: World, operation: str, role: str) -> None:
             # By meaning: wait for the target's vector, then ask with its own words (nearest).
             mode = operation.split("=")[1]
             content = world.call("owner", "GET", f"/v1/memory/{target}").json()["memory"]
-            deadline = time.monotonic() + 60
-            while vector_jobs.pending(Database(world.engine)):
-                assert time.monotonic() < deadline, "embeddings still pending"
-                time.sleep(0.05)
+            wait_for(lambda: not vector_jobs.pending(Database(world.engine)), "the embeddings")
             params = {"q": content["content"], "mode": mode, "limit": 5}
             r = world.call(role, "GET", "/v1/memory/search", params=params)
             assert r.json()["mode"] == mode

@@ -25,10 +25,13 @@ import pytest
 import sqlalchemy as sa
 
 from memory_bank.domain import vector_jobs
+from memory_bank.search import remote
 from memory_bank.settings import Secret
 from memory_bank.store.crypto import encode_master_key, new_master_key
 from memory_bank.store.engine import make_engine
 from memory_bank.store.schema import embedding_job, memory, memory_vector, owner_key
+from polling import poll
+from serving_thread import serve_in_thread
 
 TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"
@@ -83,8 +86,7 @@ class CountingEmbedder:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_thread(self._server)
 
     def url(self, caller: str) -> str:
         """The base URL a process gives as MEMORY_BANK_EMBEDDINGS=openai:<url>."""
@@ -246,7 +248,9 @@ def test_a_memory_whose_text_does_not_open_is_set_aside_alone(make_service, embe
     }
 
 
-def test_a_provider_outage_gives_the_claim_back_at_once(make_service, embedder):
+def test_a_provider_outage_gives_the_claim_back_at_once(make_service, embedder, monkeypatch):
+    # Every retry is still made, without the waits between them (1.4 s in all).
+    monkeypatch.setattr(remote, "BACKOFF_SECONDS", 0.0)
     service = make_service(**settings_for(embedder, "app"))
     alice = service.auth("alice")
     ids = [save(service, alice, f"alice feeds the cat {i}") for i in range(3)]
@@ -396,9 +400,7 @@ def test_the_claims_of_a_killed_worker_are_taken_again_after_their_lease(
     crashing = WorkerProcess(database_url, embedder, "crashing", 20, 4)
     survivor = WorkerProcess(database_url, embedder, "survivor", 20, 4)
     crashing.go()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not embedder.by("crashing"):
-        time.sleep(0.05)
+    poll(lambda: embedder.by("crashing"))
     held = embedder.by("crashing")
     assert len(held) == 4
     crashing.kill()
@@ -439,7 +441,6 @@ def _semantic_ids(base: str, headers: dict[str, str], q: str) -> list[str]:
 def test_two_app_processes_see_each_others_saves_edits_and_deletes_in_semantic_search(
     database_url, embedder
 ):
-    sys.path.insert(0, str(TESTS))
     from live_server import start_server, stop_server
     from memory_bank.store import api_keys
     from memory_bank.store.engine import writing
@@ -469,9 +470,7 @@ def test_two_app_processes_see_each_others_saves_edits_and_deletes_in_semantic_s
 
         def embedded() -> None:
             # Both processes' workers drain the one queue; wait until it is empty.
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and outbox(engine):
-                time.sleep(0.05)
+            poll(lambda: not outbox(engine))
             assert outbox(engine) == []
 
         gitea = save_through(first.base_url, "The repositories live on a Gitea server")

@@ -11,11 +11,13 @@ from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import assert_rpc_refusal, expected_tools, payload
-from test_stdio import (
+from mcp_helpers import (
     READS,
+    assert_rpc_refusal,
     check_read_only_tools,
     check_tool_list,
+    expected_tools,
+    payload,
     search_first_flow,
     start_stdio,
     stdio_server,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from test_ranking import _gen_mcp
+import pytest
+
+from tool_scripts import gen_mcp
 
 
+@pytest.mark.eval
 def test_the_documented_figures_are_current():
-    gen = _gen_mcp()
+    gen = gen_mcp()
     documented = gen.documented_figures(gen.DOC.read_text(encoding="utf-8"))
     assert documented, "docs/mcp.md has no figures block"
     assert documented == gen.figures(), "run `python tools/gen_mcp.py --figures` into docs/mcp.md"

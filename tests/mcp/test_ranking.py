@@ -1,9 +1,12 @@
-"""search_capabilities' ranking, measured on how people actually ask (tests/mcp/phrasings*.json)."""
+"""search_capabilities' ranking, measured on how people actually ask (tests/mcp/phrasings*.json).
+
+The tests marked eval measure rank-1 over whole phrasing sets against floors (`make eval`); the
+rest check single phrasings and the sets themselves, and run in `make test-fast`."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from mcp_helpers import spec_copy
 
 from memory_bank.mcp import manifest, ranking
 from memory_bank.mcp.generate import build_manifest
+from tool_scripts import gen_mcp
 
 HERE = Path(__file__).parent
 RANK_1 = 0.95
@@ -85,23 +89,15 @@ VOICE_PROBE_FLOORS = {
 }
 
 
-def _gen_mcp():
-    """tools/gen_mcp.py, which measures the figures docs/mcp.md quotes."""
-    path = HERE.parents[1] / "tools" / "gen_mcp.py"
-    loaded = importlib.util.spec_from_file_location("gen_mcp_figures", path)
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
-
-
 def _phrasings(name: str) -> dict[str, str]:
     """The phrasings (phrase -> the tool it asks for) ranked today."""
     return json.loads((HERE / name).read_text(encoding="utf-8"))["now"]
 
 
+@cache
 def _with_standins() -> manifest.Manifest:
     """The shipped tools plus stand-ins for operations another branch is adding (an operation
-    the spec already has keeps its own text)."""
+    the spec already has keeps its own text); made once, as the ranking indexes a manifest once."""
     spec = spec_copy()
     extra = yaml.safe_load((HERE / "standins.yaml").read_text(encoding="utf-8"))
     for route, item in extra["paths"].items():
@@ -123,6 +119,7 @@ def _measure(tools: manifest.Manifest, phrasings: dict[str, str]) -> tuple[float
     return first / len(phrasings), top3 / len(phrasings), misses
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("name", ["phrasings.json", "phrasings_holdout.json"])
 def test_rank_1_on_the_phrasing_sets(name):
     tools = _with_standins()
@@ -206,8 +203,9 @@ def test_deterministic_and_nothing_for_nothing():
     assert ranking.rank(tools, "zebra quantum", limit=1)[0][0].name == "getMemorySearch"
 
 
+@pytest.mark.eval
 def test_rank_1_on_the_held_out_half_in_four_languages():
-    found = _gen_mcp().rank_1("holdout")
+    found = gen_mcp().rank_1("holdout")
     shown = {
         group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
     }
@@ -219,8 +217,9 @@ def test_rank_1_on_the_held_out_half_in_four_languages():
     assert good / count >= NON_ENGLISH_FLOOR, shown
 
 
+@pytest.mark.eval
 def test_rank_1_on_the_third_set_held_out_in_four_languages():
-    found = _gen_mcp().rank_1("holdout", "phrasings_c.json")
+    found = gen_mcp().rank_1("holdout", "phrasings_c.json")
     shown = {
         group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
     }
@@ -231,8 +230,9 @@ def test_rank_1_on_the_third_set_held_out_in_four_languages():
         assert good / count >= floor, (group, shown)
 
 
+@pytest.mark.eval
 def test_rank_1_on_the_fourth_set_held_out_in_four_languages():
-    found = _gen_mcp().rank_1("holdout", "phrasings_d.json")
+    found = gen_mcp().rank_1("holdout", "phrasings_d.json")
     shown = {
         group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
     }
@@ -243,8 +243,9 @@ def test_rank_1_on_the_fourth_set_held_out_in_four_languages():
         assert good / count >= floor, (group, shown)
 
 
+@pytest.mark.eval
 def test_rank_1_on_the_fifth_set_held_out_in_four_languages():
-    found = _gen_mcp().rank_1("holdout", "phrasings_e.json")
+    found = gen_mcp().rank_1("holdout", "phrasings_e.json")
     shown = {
         group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
     }
@@ -257,8 +258,9 @@ def test_rank_1_on_the_fifth_set_held_out_in_four_languages():
     assert good / count >= ISSUE_NON_ENGLISH_FLOOR, shown
 
 
+@pytest.mark.eval
 def test_rank_1_on_the_sixth_set_held_out_meets_the_issue_floors():
-    found = _gen_mcp().rank_1("holdout", "phrasings_i.json")
+    found = gen_mcp().rank_1("holdout", "phrasings_i.json")
     shown = {
         group: f"{good}/{count} = {good / count:.2f}" for group, (good, count) in found.items()
     }
@@ -273,30 +275,31 @@ def test_rank_1_on_the_sixth_set_held_out_meets_the_issue_floors():
     assert good / count >= ISSUE_NON_ENGLISH_FLOOR, shown
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("name", sorted(VOICE_PROBE_FLOORS))
 def test_rank_1_on_the_probes_in_other_voices(name):
     tools = manifest.load()
     entries = json.loads((HERE / name).read_text(encoding="utf-8"))["phrasings"]
     assert len(entries) == 200
-    good = sum(_gen_mcp().phrasing_passes(tools, e["text"], e["expected"]) for e in entries)
+    good = sum(gen_mcp().phrasing_passes(tools, e["text"], e["expected"]) for e in entries)
     print(f"{name} rank-1: {good}/200")
     assert good / len(entries) >= VOICE_PROBE_FLOORS[name]
 
 
+@pytest.mark.eval
 def test_rank_1_on_the_probes_it_was_tuned_on():
     # Tuned on, so a floor against regressions, not a measure of generalisation.
     tools = manifest.load()
     data = json.loads((HERE / "phrasings_c_probes.json").read_text(encoding="utf-8"))
     entries = data["phrasings"]
     misses = [
-        e["text"]
-        for e in entries
-        if not _gen_mcp().phrasing_passes(tools, e["text"], e["expected"])
+        e["text"] for e in entries if not gen_mcp().phrasing_passes(tools, e["text"], e["expected"])
     ]
     print(f"probes rank-1: {len(entries) - len(misses)}/{len(entries)}")
     assert 1 - len(misses) / len(entries) >= PROBE_FLOOR, misses
 
 
+@pytest.mark.eval
 def test_rank_1_on_the_everyday_probes_it_was_tuned_on():
     # phrasings_d_probes.json, tuned on: a floor against regressions (measured 195/203 when
     # this was written; untuned, its batches were 74/91, 71/72 and 37/40).
@@ -305,7 +308,7 @@ def test_rank_1_on_the_everyday_probes_it_was_tuned_on():
     misses = [
         e["text"]
         for e in entries["phrasings"]
-        if not _gen_mcp().phrasing_passes(tools, e["text"], e["expected"])
+        if not gen_mcp().phrasing_passes(tools, e["text"], e["expected"])
     ]
     assert 1 - len(misses) / len(entries["phrasings"]) >= D_PROBE_FLOOR, misses
 

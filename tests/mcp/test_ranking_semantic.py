@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +12,12 @@ import anyio
 import httpx
 import numpy as np
 import pytest
-from test_ranking import _gen_mcp
 
 from memory_bank.mcp import capabilities, language, manifest, ranking
 from memory_bank.mcp.executor import Executor
 from memory_bank.mcp.server import dispatch, semantic_embedder
+from polling import wait_for
+from tool_scripts import gen_mcp
 
 HERE = Path(__file__).parent
 # Rank-1 with all-MiniLM-L6-v2 on the held-out halves, measured at the end of issue 31's
@@ -79,7 +79,10 @@ class Failing:
         raise RuntimeError("the embedding server is down")
 
 
+@pytest.mark.eval
 def test_without_a_model_the_ranking_is_the_lexical_one_unchanged():
+    # Every phrasing of every set (about 2,000): an evaluation's worth of ranking. The fast tier
+    # keeps a seventh of them (the failing model's test below).
     tools = manifest.load()
     answers = _lexical()
     assert len(answers) > 900
@@ -163,9 +166,9 @@ def test_the_server_ranks_by_meaning_only_once_the_model_and_its_vectors_are_rea
     current = semantic_embedder(semantic, tools)
     # The first search starts embedding the capabilities and does not wait for it.
     assert current() is None
-    deadline = time.monotonic() + 30
-    while not ranking.prepared(tools, semantic.provider) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(
+        lambda: ranking.prepared(tools, semantic.provider), "the capabilities' vectors", timeout=30
+    )
     assert current() is semantic.provider
 
 
@@ -193,12 +196,13 @@ def _small_model() -> Any:
     return local_model.load("all-MiniLM-L6-v2")
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     "name", ["phrasings_i.json", "phrasings_e.json", "phrasings_d.json", "phrasings_c.json"]
 )
 def test_rank_1_on_the_held_out_halves_with_the_small_model(name):
     model = _small_model()
-    gen = _gen_mcp()
+    gen = gen_mcp()
     blended = gen.rank_1("holdout", name, model)
     lexical = gen.rank_1("holdout", name)
     shown = {g: f"{lexical[g][0]} -> {good}/{count}" for g, (good, count) in blended.items()}
@@ -211,11 +215,12 @@ def test_rank_1_on_the_held_out_halves_with_the_small_model(name):
         assert blended[group] == lexical[group], (group, shown)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("model", ["all-MiniLM-L6-v2", "all-mpnet-base-v2"])
 def test_the_documented_figures_with_a_model_are_current(model):
     # Loads the model (model tier; the default, mpnet, takes a minute on a busy CPU):
     # docs/mcp.md's block is what the command prints.
-    gen = _gen_mcp()
+    gen = gen_mcp()
     assert _small_model().model.startswith("local:")
     start = gen.model_figures_start(model)
     documented = gen.documented_figures(gen.DOC.read_text(encoding="utf-8"), start)
@@ -268,10 +273,11 @@ def test_a_running_server_with_semantic_search_ranks_by_meaning_once_ready(tmp_p
             assert state.semantic.ready
             # The first search finds the capabilities not embedded yet: lexical, at once.
             assert search(client) == lexical
-            deadline = time.monotonic() + 60
-            while not ranking.prepared(tools, state.semantic.provider):
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+            wait_for(
+                lambda: ranking.prepared(tools, state.semantic.provider),
+                "the capabilities' vectors",
+                every=0.1,
+            )
             expected = ranking.rank(tools, phrase, 3, state.semantic.provider)
             assert expected != ranking.rank(tools, phrase, 3)
             assert search(client) == [(c.name, s) for c, s in expected]

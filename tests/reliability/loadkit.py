@@ -1,12 +1,8 @@
-"""Import the load driver and the server starter from benchmarks/ (one implementation for tests
-and bench)."""
+"""The load driver and the server starter of benchmarks/ (one implementation for tests and
+bench): pytest puts benchmarks/ on the import path (pyproject.toml's pythonpath), as running
+a benchmark as a script does."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import common
 import load

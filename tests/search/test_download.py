@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from memory_bank.search import download
 from package_index import Index, serving
+from serving_thread import serve_in_thread
 
 DATA = os.urandom(3 * download.CHUNK + 12345)
 DIGEST = hashlib.sha256(DATA).hexdigest()
@@ -119,8 +119,7 @@ class _Proxy(BaseHTTPRequestHandler):
 def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """A proxy named by HTTP_PROXY and HTTPS_PROXY; what it was asked."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     address = f"http://127.0.0.1:{server.server_address[1]}"
     for name in ("no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import shutil
-import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,6 +16,7 @@ from memory_bank.search import local_model
 from memory_bank.search.embeddings import make_provider
 from memory_bank.search.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
+from serving_thread import serve_in_thread
 
 
 @pytest.fixture
@@ -42,8 +42,7 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, 
     server = ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(Handler, directory=str(tmp_path / "hub"))
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/", asked
     finally:

@@ -16,6 +16,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from embedding_servers import EmbeddingServers, stats
+from live_server import free_port
 from memory_bank.app import EmbeddingsMisconfigured, create_app, state_of
 from memory_bank.cli import main as cli_main
 from memory_bank.domain import transfer, vector_jobs
@@ -23,10 +25,9 @@ from memory_bank.store import memories as memory_store
 from memory_bank.store import vectors
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.schema import embedding_job, memory_vector
+from polling import poll, wait_for
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS))
-from live_server import free_port  # noqa: E402
 
 LOCAL_MODEL = "local:all-mpnet-base-v2-int8"
 LOCAL_DIM = 768
@@ -88,63 +89,12 @@ def semantic(make_service: Callable[..., Any]) -> Any:
     return make_service(embeddings="local", embeddings_worker=False)
 
 
-class EmbeddingServers:
-    """Real OpenAI-compatible embedding server processes, started and stopped by tests."""
-
-    def __init__(self) -> None:
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
-
-    def __call__(self, model: str = "other-minilm", *flags: str) -> str:
-        """Start one server and return its base URL once it answers."""
-        port = free_port()
-        process = subprocess.Popen(
-            [sys.executable, str(TESTS / "embedding_server.py"), str(port), model, *flags],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        base = f"http://127.0.0.1:{port}"
-        self.processes[base] = process
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(base + "/stats", timeout=1)
-                return base
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError("embedding server did not start")
-
-    def kill(self, base: str) -> None:
-        """Kill -9 the server at this URL and wait until its port refuses connections."""
-        process = self.processes[base]
-        process.kill()
-        process.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(base + "/stats", timeout=0.5)
-                time.sleep(0.1)
-            except httpx.HTTPError:
-                return
-        raise AssertionError(f"{base} still answers after its process was killed")
-
-    def close(self) -> None:
-        """Stop every server still running."""
-        for process in self.processes.values():
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture
 def embedding_server() -> Iterator[EmbeddingServers]:
     """Start real OpenAI-compatible embedding server processes; calling it returns a base URL."""
     servers = EmbeddingServers()
     yield servers
     servers.close()
-
-
-def stats(base: str) -> dict[str, Any]:
-    """What an embedding server received."""
-    return dict(httpx.get(base + "/stats", timeout=5).json())
 
 
 def test_a_paraphrase_is_found_by_hybrid_and_semantic_but_not_lexical(semantic):
@@ -529,9 +479,7 @@ def test_the_worker_drains_the_outbox_in_the_background(make_service):
     service = make_service(embeddings="local")  # worker on, as in `serve`
     alice = service.auth("alice")
     leo = save(service, alice, LEO)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and job_count(service.engine):
-        time.sleep(0.05)
+    poll(lambda: job_count(service.engine) == 0)
     assert vector_rows(service.engine, "alice") == {leo: (LOCAL_MODEL, LOCAL_DIM)}
 
 
@@ -563,10 +511,7 @@ def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_ser
             r = httpx.post(server.base_url + "/v1/memory", json={"content": text}, headers=headers)
             assert r.status_code == 201
             saved.add(r.json()["memory"]["id"])
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not stats(slow)["batches"]:
-            time.sleep(0.05)
-        assert stats(slow)["batches"], "the worker never asked for embeddings"
+        wait_for(lambda: stats(slow)["batches"], "the worker to ask for embeddings")
         # The worker is waiting for the provider with a batch in hand: kill the process.
         server.process.kill()
         server.process.wait()
@@ -575,11 +520,7 @@ def test_kill_9_of_the_worker_mid_batch_loses_no_job(database_url, embedding_ser
 
         fast = embedding_server("other-minilm")
         server = start_server(database_url, {**env, "MEMORY_BANK_EMBEDDINGS": f"openai:{fast}"})
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if job_count(engine) == 0:
-                break
-            time.sleep(0.1)
+        poll(lambda: job_count(engine) == 0, timeout=120, every=0.1)
         assert set(vector_rows(engine, "alice")) == saved
         assert job_count(engine) == 0
     finally:

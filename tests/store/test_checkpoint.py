@@ -16,6 +16,7 @@ from memory_bank.store import memories as store
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
 from memory_bank.store.owners import Owner
+from polling import poll
 
 OWNER = Owner("alice", None, "test")
 THREAD = "memory-bank-wal-checkpoint"
@@ -32,16 +33,6 @@ def _save_some(engine, n: int) -> None:
         )
 
 
-def _wait_for(predicate, seconds: float = 10.0) -> bool:
-    """Poll until predicate() is true or the time is up."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def test_writes_leave_the_wal_to_the_background_thread(tmp_path: Path):
     path = tmp_path / "wal.db"
     engine = make_engine(f"sqlite:///{path}", pool_size=2)
@@ -52,7 +43,7 @@ def test_writes_leave_the_wal_to_the_background_thread(tmp_path: Path):
     time.sleep(0.3)
     assert path.stat().st_size == before
     with checkpoint.in_background(engine, interval=0.05):
-        assert _wait_for(lambda: path.stat().st_size > before)
+        assert poll(lambda: path.stat().st_size > before, timeout=10, every=0.02)
     busy, pages, copied = checkpoint.checkpoint(engine)
     engine.dispose()
     assert busy == 0 and pages == copied  # nothing was left behind
@@ -60,13 +51,17 @@ def test_writes_leave_the_wal_to_the_background_thread(tmp_path: Path):
 
 def test_the_server_checkpoints_for_as_long_as_it_serves(tmp_path: Path):
     app = create_app(
-        Settings(database_url=f"sqlite:///{tmp_path / 'app.db'}", allowed_hosts="testserver")
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'app.db'}",
+            allowed_hosts="testserver",
+            embeddings="off",  # no model: semantic search has nothing to do with the WAL
+        )
     )
     others = set(threading.enumerate())  # other tests' apps may still be serving
     with TestClient(app):
         ours = [t for t in threading.enumerate() if t.name == THREAD and t not in others]
         assert len(ours) == 1
-    assert _wait_for(lambda: not ours[0].is_alive())
+    assert poll(lambda: not ours[0].is_alive(), timeout=10, every=0.02)
 
 
 def test_no_thread_for_mariadb(mariadb_url: str):

@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import sqlalchemy as sa
 from live_server import LiveServer, start_server, stop_server
 from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
+from polling import wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -652,8 +651,7 @@ def test_tag_and_date_filters_narrow_the_list_and_search(panel):
 def test_a_search_says_it_was_hybrid_once_vectors_exist(browser):
     """A server with semantic search on (an OpenAI-compatible embedding server process): the
     panel names the mode the answer came in, lexical before the vector exists, hybrid after."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from search.test_semantic import EmbeddingServers
+    from embedding_servers import EmbeddingServers
 
     servers = EmbeddingServers()
     folder = Path(tempfile.mkdtemp(prefix="mb-panel-hybrid-"))
@@ -672,10 +670,7 @@ def test_a_search_says_it_was_hybrid_once_vectors_exist(browser):
         panel = Panel(browser, server, engine, "hana")
         panel.save("Leo has football practice every Saturday")
         question = "What sport does my son do at the weekend?"
-        deadline = time.monotonic() + 60
-        while not found_in_hybrid(panel, question):
-            assert time.monotonic() < deadline, "the memory never got its vector"
-            time.sleep(0.2)
+        wait_for(lambda: found_in_hybrid(panel, question), "the memory's vector", every=0.2)
         panel.open()
         panel.sign_in()
         field = panel.driver.find_element("id", "search-input")
