@@ -69,7 +69,7 @@ def test_make_test_fast_leaves_out_each_tier_and_needs_no_browser_or_driver(tmp_
     expression = arguments[arguments.index("-m") + 1]
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     registered = {m.split(":")[0] for m in config["tool"]["pytest"]["ini_options"]["markers"]}
-    tiers = {"mariadb", "model", "browser", "slow"}
+    tiers = {"mariadb", "model", "browser", "slow", "eval"}
     # pytest does not check the names in -m: a misspelt one would quietly select its tests.
     assert tiers <= registered
     assert set(expression.split(" and ")) == {f"not {tier}" for tier in tiers}
@@ -90,3 +90,8 @@ def test_the_readme_names_the_tiers_make_test_fast_leaves_out(tmp_path):
     assert sentence is not None
     named = set(re.findall(r"`(\w+)` \(", sentence.group(1)))
     assert named == left_out
+
+
+def test_make_eval_runs_the_corpus_evaluations_and_only_them(tmp_path):
+    (arguments,) = _pytest_arguments(_recipe("eval", tmp_path))
+    assert arguments[arguments.index("-m") + 1] == "eval"
