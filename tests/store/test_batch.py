@@ -192,7 +192,7 @@ def test_a_statement_failing_mid_batch_undoes_the_ones_before_it(counted_engine)
     taken = {"id": "mem_same", "user_id": "alice", "org_id": None, "content": "x", "tags": "[]"}
     taken |= {"source": "t", "scope": "user", "created_at": "2026-12-02 10:00:00"}
     taken |= {"updated_at": "2026-12-02 10:00:00"}
-    again = batch.insert(memory, [taken])
+    (again,) = batch.inserts(memory, [taken])
     with pytest.raises(sa.exc.IntegrityError):
         # The first INSERT succeeds inside the transaction, the second breaks the primary key.
         writing(engine, lambda c: batch.execute(c, [again, again]))
@@ -226,7 +226,17 @@ def test_every_statement_of_a_batch_is_seen_by_cursor_listeners(counted_engine):
 
 def test_a_batch_insert_names_only_table_columns():
     with pytest.raises(KeyError):
-        batch.insert(memory, [{"id": "mem_x", "content; DROP TABLE memory": "x"}])
-    statement = batch.insert(memory, [{"id": "a", "content": "b"}, {"id": "c", "content": "d"}])
+        batch.inserts(memory, [{"id": "mem_x", "content; DROP TABLE memory": "x"}])
+    (statement,) = batch.inserts(
+        memory, [{"id": "a", "content": "b"}, {"id": "c", "content": "d"}]
+    )
     assert statement.sql == "INSERT INTO memory (id, content) VALUES (%s, %s), (%s, %s)"
     assert statement.params == ("a", "b", "c", "d")
+
+
+def test_inserts_split_many_rows_and_send_none_for_none():
+    rows = [{"id": f"m{i}", "content": "x"} for i in range(batch.ROWS_PER_INSERT + 1)]
+    first, second = batch.inserts(memory, rows)
+    assert len(first.params) == 2 * batch.ROWS_PER_INSERT
+    assert second.params == ("m%d" % batch.ROWS_PER_INSERT, "x")
+    assert batch.inserts(memory, []) == []

@@ -1,13 +1,14 @@
-"""A save's writes on MySQL/MariaDB as one multi-statement batch: one round trip, COMMIT
-included."""
+"""The one write path: a write is a list of statements, sent in one round trip (COMMIT
+included) where the connection batches (MySQL/MariaDB's save pool), else one by one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.pool import PoolProxiedConnection
 
 from memory_bank.store import direct_read
@@ -44,14 +45,66 @@ def supported(conn: Connection) -> bool:
     return bool(flags & MULTI_STATEMENTS)
 
 
-def insert(table: Table, rows: Sequence[Mapping[str, Any]]) -> Statement:
-    """A multi-row INSERT of rows (all with the same keys, which must be table columns)."""
+# Rows per INSERT: well under SQLite's 32,766 bound values and MySQL's packet size for every
+# table written here (at most 10 columns).
+ROWS_PER_INSERT = 500
+
+
+def inserts(table: Table, rows: Sequence[Mapping[str, Any]]) -> list[Statement]:
+    """Multi-row INSERTs of rows (all with the same keys, which must be table columns); none
+    for no rows."""
+    if not rows:
+        return []
     columns = list(rows[0])
     for name in columns:
         table.c[name]  # a KeyError here is a programming error, never user input
     one = "(" + ", ".join(["%s"] * len(columns)) + ")"
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES " + ", ".join([one] * len(rows))
-    return Statement(sql, tuple(row[name] for row in rows for name in columns))
+    head = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES "
+    return [
+        Statement(
+            head + ", ".join([one] * len(part)),
+            tuple(row[name] for row in part for name in columns),
+        )
+        for part in (rows[at : at + ROWS_PER_INSERT] for at in range(0, len(rows), ROWS_PER_INSERT))
+    ]
+
+
+def run(conn: Connection, statements: Sequence[Statement], *, commit: bool = False) -> list[int]:
+    """Send a write's statements in the caller's transaction; their row counts.
+
+    Where the connection batches (supported) they travel in one round trip, and commit=True
+    adds the COMMIT to it (execute). Elsewhere each is sent on its own and the caller's
+    transaction commits as usual; commit then changes nothing. No statements send nothing.
+    """
+    if not statements:
+        return []
+    if supported(conn):
+        return execute(conn, statements, commit=commit)
+    sqlite = conn.dialect.name == "sqlite"
+    counts = []
+    for s in statements:
+        if sqlite:
+            # sqlite3 marks values with ?, and stores a datetime as SQLAlchemy's own DateTime
+            # type would (the format every read of these columns expects).
+            sql, params = s.sql.replace("%s", "?"), tuple(_sqlite_value(conn, v) for v in s.params)
+        else:
+            sql, params = s.sql, s.params
+        counts.append(conn.exec_driver_sql(sql, params).rowcount)
+    return counts
+
+
+def _sqlite_value(conn: Connection, value: Any) -> Any:
+    """A value as SQLAlchemy binds it for SQLite (datetimes as its DateTime type's text)."""
+    if isinstance(value, datetime):
+        return _sqlite_datetime(conn)(value)
+    return value
+
+
+def _sqlite_datetime(conn: Connection) -> Callable[[Any], Any]:
+    """SQLAlchemy's bind processor of DateTime for this SQLite dialect."""
+    process = DateTime().dialect_impl(conn.dialect).bind_processor(conn.dialect)
+    assert process is not None
+    return process
 
 
 COMMIT = Statement("COMMIT", ())

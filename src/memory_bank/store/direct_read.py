@@ -9,6 +9,8 @@ from typing import Any, NoReturn
 from sqlalchemy import Connection, Select
 from sqlalchemy.exc import DBAPIError
 
+from memory_bank.caches import PerObject
+
 # The MySQL drivers whose cursors this module (and store/batch.py) drive directly.
 DRIVERS = frozenset({"pymysql", "mysqldb"})
 
@@ -53,19 +55,19 @@ def fetch_one(
     return None if row is None else dict(zip(columns, row, strict=True))
 
 
-_COMPILED: dict[tuple[int, str], tuple[Select[Any], str, list[str] | None, list[str]]] = {}
+# One entry per statement this module runs (built once at import) and driver.
+_COMPILED: PerObject[tuple[str, list[str] | None, list[str]]] = PerObject(bound=64)
 
 
 def _compiled(conn: Connection, statement: Select[Any]) -> tuple[str, list[str] | None, list[str]]:
     """The statement's SQL for this dialect, its positional parameter names, its columns."""
-    key = (id(statement), conn.dialect.driver)
-    hit = _COMPILED.get(key)
-    if hit is None or hit[0] is not statement:
+
+    def make() -> tuple[str, list[str] | None, list[str]]:
         compiled = statement.compile(dialect=conn.dialect)
         positions = list(compiled.positiontup) if compiled.positiontup is not None else None
-        hit = (statement, compiled.string, positions, list(statement.selected_columns.keys()))
-        _COMPILED[key] = hit
-    return hit[1], hit[2], hit[3]
+        return compiled.string, positions, list(statement.selected_columns.keys())
+
+    return _COMPILED.get(statement, make, conn.dialect.driver)
 
 
 def reraise(conn: Connection, cursor: Any, sql: str, params: Any, exc: Any) -> NoReturn:

@@ -19,7 +19,6 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
-    insert,
     or_,
     select,
     tuple_,
@@ -59,11 +58,6 @@ class MemoryRow:
     contexts: list[dict[str, Any]] = field(default_factory=list)
     created_by: str | None = None
     revision: int = 1
-
-
-# Built once and reused: SQLAlchemy then skips rebuilding and re-keying the statement per save.
-_INSERT_MEMORY = insert(memory)
-_INSERT_CONTEXT = insert(memory_context)
 
 
 def insert_memory(
@@ -127,27 +121,18 @@ def insert_memory(
     ]
     index = seal.postings(index)
     tag_rows = tag_index.tag_rows(seal, owner.user_id, mid, now, tags)
-    if batch.supported(conn):
-        # MySQL/MariaDB: the memory, its contexts, postings and statistics (and the COMMIT) in
-        # one round trip instead of five (each costs 0.1-0.5 ms of driver work and network here).
-        statements = [batch.insert(memory, [row])]
-        if rows:
-            statements.append(batch.insert(memory_context, rows))
-        statements += postings.add_statements(owner.user_id, mid, index)
-        if tag_rows:
-            statements.append(tag_index.add_statement(tag_rows))
-        if vectors.queueing(conn):
-            statements.append(vectors.queue_statement(owner.user_id, mid))
-        batch.execute(conn, statements, commit=commit)
-    else:
-        conn.execute(_INSERT_MEMORY, row)
-        if rows:
-            conn.execute(_INSERT_CONTEXT, rows)
-        postings.add(conn, owner.user_id, mid, index)
-        tag_index.add(conn, tag_rows)
-        if vectors.queueing(conn):
-            # The outbox row commits with the memory: the worker embeds it later (store/vectors.py).
-            vectors.queue(conn, owner.user_id, [mid])
+    # One list, one send: on MySQL/MariaDB's save pool the memory, its contexts, postings,
+    # statistics, tags, outbox row and the COMMIT travel in one round trip (store/batch.py).
+    statements = [
+        *batch.inserts(memory, [row]),
+        *batch.inserts(memory_context, rows),
+        *postings.add_statements(conn.dialect.name, owner.user_id, mid, index),
+        *tag_index.add_statements(tag_rows),
+    ]
+    if vectors.queueing(conn):
+        # The outbox row commits with the memory: the worker embeds it later (store/vectors.py).
+        statements += vectors.queue_statements(owner.user_id, [mid])
+    batch.run(conn, statements, commit=commit)
     return MemoryRow(
         id=mid,
         user_id=owner.user_id,
@@ -346,11 +331,13 @@ def update_memory(
             {"memory_id": row.id, "user_id": row.user_id, "position": pos, **seal_context(seal, c)}
             for pos, c in enumerate(contexts)
         ]
-        if rows:
-            conn.execute(_INSERT_CONTEXT, rows)
+        batch.run(conn, batch.inserts(memory_context, rows))
     if index is not None:
         postings.remove(conn, row.user_id, row.id)
-        postings.add(conn, row.user_id, row.id, seal.postings(index))
+        batch.run(
+            conn,
+            postings.add_statements(conn.dialect.name, row.user_id, row.id, seal.postings(index)),
+        )
         tag_index.replace(conn, seal, row.user_id, row.id, row.created_at, row.tags)
 
 

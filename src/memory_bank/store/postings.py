@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
-from sqlalchemy.dialects.mysql import insert as mysql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from memory_bank.store import batch
 from memory_bank.store.schema import memory_term, memory_user_stats
@@ -39,41 +37,48 @@ def posting_rows(user_id: str, memory_id: str, postings: Postings) -> list[dict[
     ]
 
 
-def add(conn: Connection, user_id: str, memory_id: str, postings: Postings) -> None:
-    """Add one memory's postings and update the user's statistics, in the caller's transaction."""
-    if postings.terms:
-        conn.execute(_INSERT_TERMS, posting_rows(user_id, memory_id, postings))
-    bump_stats(conn, user_id, 1, postings.length)
+def add_statements(
+    dialect: str, user_id: str, memory_id: str, postings: Postings
+) -> list[batch.Statement]:
+    """Add one memory's postings and count it in the user's statistics (batch.run sends them)."""
+    rows = posting_rows(user_id, memory_id, postings) if postings.terms else []
+    return [
+        *batch.inserts(memory_term, rows),
+        *stats_statements(dialect, user_id, 1, postings.length),
+    ]
 
 
-def add_statements(user_id: str, memory_id: str, postings: Postings) -> list[batch.Statement]:
-    """add() as batch statements for MySQL/MariaDB: postings, then statistics.
+def stats_statements(dialect: str, user_id: str, docs: int, length: int) -> list[batch.Statement]:
+    """Add to a user's document count and total length, creating the row on first use.
 
-    The statistics are an UPDATE of the user's row and an INSERT of it that happens only when
-    the UPDATE matched nothing (the user's first memory), tested with ROW_COUNT() in the same
-    batch, so no answer has to come back before the batch can commit. The common case stays a
-    plain UPDATE, locking only the user's existing row (see bump_stats).
+    SQLite takes one upsert. MySQL/MariaDB takes an UPDATE of the user's row and an INSERT of it
+    that happens only when the UPDATE matched nothing (the user's first memory), tested with
+    ROW_COUNT() in the same session, so no answer has to come back before a batch can commit:
+    the common case stays a plain UPDATE, which locks only the user's existing row, where an
+    upsert's duplicate check would also take gap locks that concurrent first saves deadlock on.
     """
-    statements = []
-    if postings.terms:
-        statements.append(batch.insert(memory_term, posting_rows(user_id, memory_id, postings)))
-    length = postings.length
-    statements.append(
+    if dialect == "sqlite":
+        return [
+            batch.Statement(
+                "INSERT INTO memory_user_stats (user_id, doc_count, total_len) VALUES (%s, %s, %s) "
+                "ON CONFLICT (user_id) DO UPDATE SET doc_count = doc_count + excluded.doc_count, "
+                "total_len = total_len + excluded.total_len",
+                (user_id, docs, length),
+            )
+        ]
+    return [
         batch.Statement(
             "UPDATE memory_user_stats SET doc_count = doc_count + %s, total_len = total_len + %s "
             "WHERE user_id = %s",
-            (1, length, user_id),
-        )
-    )
-    statements.append(
+            (docs, length, user_id),
+        ),
         batch.Statement(
             "INSERT INTO memory_user_stats (user_id, doc_count, total_len) "
             "SELECT %s, %s, %s FROM DUAL WHERE ROW_COUNT() = 0 "
             "ON DUPLICATE KEY UPDATE doc_count = doc_count + %s, total_len = total_len + %s",
-            (user_id, 1, length, 1, length),
-        )
-    )
-    return statements
+            (user_id, docs, length, docs, length),
+        ),
+    ]
 
 
 def remove(conn: Connection, user_id: str, memory_id: str) -> None:
@@ -100,8 +105,7 @@ def replace(conn: Connection, user_id: str, entries: Mapping[str, Postings]) -> 
         )
     )
     rows = [r for mid, p in entries.items() for r in posting_rows(user_id, mid, p)]
-    if rows:
-        conn.execute(_INSERT_TERMS, rows)
+    batch.run(conn, batch.inserts(memory_term, rows))
 
 
 def recount(conn: Connection, user_id: str, docs: int) -> None:
@@ -131,14 +135,7 @@ def owners(conn: Connection) -> list[str]:
 
 def bump_stats(conn: Connection, user_id: str, docs: int, length: int) -> None:
     """Add to a user's document count and total length (creating the row on first use)."""
-    values = {"owner": user_id, "docs": docs, "length": length}
-    if conn.dialect.name == "sqlite":
-        conn.execute(_UPSERT_STATS_SQLITE, values)
-        return
-    # Update first: the common case, and it locks only the user's existing row, where an
-    # upsert's duplicate check would also take gap locks that concurrent first saves deadlock on.
-    if conn.execute(_ADD_STATS, values).rowcount == 0:
-        conn.execute(_UPSERT_STATS_MYSQL, values)
+    batch.run(conn, stats_statements(conn.dialect.name, user_id, docs, length))
 
 
 def memory_count(conn: Connection, user_id: str, *, lock: bool = False) -> int:
@@ -148,41 +145,6 @@ def memory_count(conn: Connection, user_id: str, *, lock: bool = False) -> int:
     return int(conn.execute(stmt, {"user_id": user_id}).scalar() or 0)
 
 
-# The write path's statements, built once: reusing a statement object spares SQLAlchemy
-# rebuilding and re-keying it on every save (a measurable share of a save on SQLite).
-_INSERT_TERMS = insert(memory_term)
 _STATS = memory_user_stats.c
-_ADD_STATS = (
-    update(memory_user_stats)
-    .where(_STATS.user_id == bindparam("owner"))
-    .values(
-        doc_count=_STATS.doc_count + bindparam("docs"),
-        total_len=_STATS.total_len + bindparam("length"),
-    )
-)
-_NEW_STATS: dict[str, object] = {
-    "user_id": bindparam("owner"),
-    "doc_count": bindparam("docs"),
-    "total_len": bindparam("length"),
-}
-_UPSERT_STATS_SQLITE = (
-    sqlite_insert(memory_user_stats)
-    .values(_NEW_STATS)
-    .on_conflict_do_update(
-        index_elements=[_STATS.user_id],
-        set_={
-            "doc_count": _STATS.doc_count + bindparam("docs"),
-            "total_len": _STATS.total_len + bindparam("length"),
-        },
-    )
-)
-_UPSERT_STATS_MYSQL = (
-    mysql_insert(memory_user_stats)
-    .values(_NEW_STATS)
-    .on_duplicate_key_update(
-        doc_count=_STATS.doc_count + bindparam("docs"),
-        total_len=_STATS.total_len + bindparam("length"),
-    )
-)
 _COUNT = select(_STATS.doc_count).where(_STATS.user_id == bindparam("user_id"))
 _COUNT_LOCKED = _COUNT.with_for_update()

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, select
 
 from memory_bank.store import batch, data_keys
 from memory_bank.store.schema import memory, memory_tag
@@ -39,15 +39,9 @@ def tag_rows(
     ]
 
 
-def add(conn: Connection, rows: Sequence[dict[str, object]]) -> None:
-    """Write tag rows (tag_rows) in the caller's transaction."""
-    if rows:
-        conn.execute(_INSERT, list(rows))
-
-
-def add_statement(rows: Sequence[dict[str, object]]) -> batch.Statement:
-    """add() as a statement of a save's batch (MySQL/MariaDB; rows must not be empty)."""
-    return batch.insert(memory_tag, rows)
+def add_statements(rows: Sequence[dict[str, object]]) -> list[batch.Statement]:
+    """Write tag rows (tag_rows); batch.run sends them."""
+    return batch.inserts(memory_tag, rows)
 
 
 def remove(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> None:
@@ -70,7 +64,7 @@ def replace(
 ) -> None:
     """Swap one memory's tag rows for those of its tags now (an edit, a conversion)."""
     remove(conn, user_id, [memory_id])
-    add(conn, tag_rows(seal, user_id, memory_id, created_at, tags))
+    batch.run(conn, add_statements(tag_rows(seal, user_id, memory_id, created_at, tags)))
 
 
 def rebuild_batch(conn: Connection, user_id: str, after: str, size: int) -> list[str]:
@@ -94,13 +88,10 @@ def rebuild_batch(conn: Connection, user_id: str, after: str, size: int) -> list
             seal, user_id, r.id, r.created_at, json.loads(seal.open("memory.tags", r.id, r.tags))
         )
     ]
-    add(conn, made)
+    batch.run(conn, add_statements(made))
     return ids
 
 
 def owners(conn: Connection) -> list[str]:
     """Every owner with memories: a cross-owner read, for the operator's maintenance only."""
     return sorted(conn.execute(select(memory.c.user_id).distinct()).scalars())
-
-
-_INSERT = insert(memory_tag)

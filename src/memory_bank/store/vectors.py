@@ -62,14 +62,13 @@ def job_row(user_id: str, memory_id: str, now: datetime | None = None) -> dict[s
 
 def queue(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> None:
     """Queue these memories of the owner for embedding, in the caller's transaction."""
-    if memory_ids:
-        now = utcnow()
-        conn.execute(insert(embedding_job), [job_row(user_id, mid, now) for mid in memory_ids])
+    batch.run(conn, queue_statements(user_id, memory_ids))
 
 
-def queue_statement(user_id: str, memory_id: str) -> batch.Statement:
-    """queue() of one memory as a statement of a save's batch (MySQL/MariaDB)."""
-    return batch.insert(embedding_job, [job_row(user_id, memory_id)])
+def queue_statements(user_id: str, memory_ids: Sequence[str]) -> list[batch.Statement]:
+    """The outbox rows of these memories of the owner (none for no memories)."""
+    now = utcnow()
+    return batch.inserts(embedding_job, [job_row(user_id, mid, now) for mid in memory_ids])
 
 
 # Why a job was set aside: its owner's data key does not open in this process (wrapped by
