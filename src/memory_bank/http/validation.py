@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from connexion.validators import JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError
 from starlette.types import Scope
 
+from memory_bank.caches import PerObject
 from memory_bank.errors import InvalidCursor, InvalidRequest
 from memory_bank.http import jsontext
 from memory_bank.spec import SpecError, json_schema
@@ -229,21 +229,13 @@ class CompiledJSONBodyValidator(JSONRequestBodyValidator):
 
 
 # Connexion builds a validator per request but passes the same schema object each time (the
-# operation's resolved spec), so checks are kept per schema object. The entry holds the
-# schema too, so its id cannot be reused by another object while the entry exists.
-_compiled: dict[int, tuple[dict[str, Any], Callable[[Any], Any] | None]] = {}
-_lock = threading.Lock()
+# operation's resolved spec), so checks are kept per schema object: one per operation body.
+_compiled: PerObject[Callable[[Any], Any] | None] = PerObject(bound=256)
 
 
 def compiled_check(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
     """The compiled check for a request body schema, or None where it could not be exact."""
-    hit = _compiled.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    with _lock:
-        check = _compile(schema)
-        _compiled[id(schema)] = (schema, check)
-    return check
+    return _compiled.get(schema, lambda: _compile(schema))
 
 
 def _compile(schema: dict[str, Any]) -> Callable[[Any], Any] | None:

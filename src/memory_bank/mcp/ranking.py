@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
+from memory_bank.caches import PerObject
 from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
 
@@ -605,18 +606,13 @@ class Answer:
     kept: bool = False
 
 
-_INDEXES: dict[int, tuple[Manifest, _Index]] = {}
+# A process has one manifest; tests make a few more.
+_INDEXES: PerObject[_Index] = PerObject(bound=8)
 
 
 def _index(manifest: Manifest) -> _Index:
     """The index of a manifest's capabilities and other operations (made once per manifest)."""
-    cached = _INDEXES.get(id(manifest))
-    if cached is None or cached[0] is not manifest:
-        cached = _INDEXES[id(manifest)] = (
-            manifest,
-            _Index((*manifest.capabilities, *manifest.elsewhere)),
-        )
-    return cached[1]
+    return _INDEXES.get(manifest, lambda: _Index((*manifest.capabilities, *manifest.elsewhere)))
 
 
 def _joined(words: tuple[str, ...], index: _Index) -> list[str]:
@@ -869,33 +865,32 @@ class Embedder(Protocol):
         """One unit-length row per text (a numpy array)."""
 
 
-# The capabilities' documents as vectors, per manifest and model: (manifest, matrix, the
-# capability each row is of).
-_VECTORS: dict[tuple[int, str], tuple[Manifest, Any, Any]] = {}
+# The capabilities' documents as vectors, per manifest and model: (matrix, the capability each
+# row is of).
+_VECTORS: PerObject[tuple[Any, Any]] = PerObject(bound=8)
 
 
 def prepared(manifest: Manifest, embedder: Embedder) -> bool:
     """Whether the capabilities' vectors of this model are ready (ranking by meaning is quick)."""
-    cached = _VECTORS.get((id(manifest), embedder.model))
-    return cached is not None and cached[0] is manifest
+    return _VECTORS.has(manifest, embedder.model)
 
 
 def prepare(manifest: Manifest, embedder: Embedder) -> tuple[Any, Any]:
     """The vectors of every capability's documents (its texts, as the lexical ranking reads
     them) by this model, and the capability each is of; made once per manifest and model."""
-    import numpy as np
 
-    key = (id(manifest), embedder.model)
-    cached = _VECTORS.get(key)
-    if cached is None or cached[0] is not manifest:
+    def make() -> tuple[Any, Any]:
+        import numpy as np
+
         texts, owners = [], []
         for number, capability in enumerate(_index(manifest).capabilities):
             for text in _texts(capability):
                 texts.append(text)
                 owners.append(number)
         matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
-        cached = _VECTORS[key] = (manifest, matrix, np.asarray(owners))
-    return cached[1], cached[2]
+        return matrix, np.asarray(owners)
+
+    return _VECTORS.get(manifest, make, embedder.model)
 
 
 def _meaning(
