@@ -18,6 +18,7 @@ from memory_bank.search import index
 from memory_bank.search.document import postings_of
 from memory_bank.store import filters as store_filters
 from memory_bank.store import memories as store
+from memory_bank.store.engine import placeholder
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_tag
 
@@ -447,7 +448,7 @@ def test_a_source_matches_exactly_on_both_engines(service):
     made = [(["a"], start + timedelta(hours=i), src) for i, src in enumerate(sources)]
     ids = _plant_at(service, "alice", made)
     with service.db.reading() as conn:
-        mark = store_filters._mark(conn)
+        mark = placeholder(conn)
         for source in ("alice-src", "alice-src ", "alice-src  ", "alice-src   "):
             want = {mid for mid, src in zip(ids, sources, strict=True) if src == source}
             for tags in ([], ["a"]):

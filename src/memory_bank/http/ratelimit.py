@@ -79,7 +79,7 @@ class Limiter:
         if self.failures is None or not self.windows.full(self.failures, "client", client):
             return
         digest = self._digest(token)
-        if digest in self._working or self.windows.marked(_mark(digest)):
+        if digest in self._working or self.windows.marked(_working_key(digest)):
             return
         wait = self.windows.wait(self.failures, "client", client)
         raise _limited("Too many failed authentications from this address", wait)
@@ -92,7 +92,7 @@ class Limiter:
         # Revoked or expired since it worked: known good no more, here or anywhere.
         digest = self._digest(token)
         self._working.pop(digest, None)
-        self.windows.unmark(_mark(digest))
+        self.windows.unmark(_working_key(digest))
 
     def succeeded(self, key_id: str, token: str) -> None:
         """Remember a key that works and charge the request to it; 429 when it is spent.
@@ -117,7 +117,7 @@ class Limiter:
             return
         if len(self._working) >= MAX_WORKING:
             self._working.clear()
-        self.windows.mark(_mark(digest), WORKING_SECONDS)
+        self.windows.mark(_working_key(digest), WORKING_SECONDS)
         self._working[digest] = now
 
     def _digest(self, token: str) -> bytes:
@@ -131,7 +131,7 @@ def client_address(scope: Scope) -> str:
     return str(client[0]) if client else "unknown"
 
 
-def _mark(digest: bytes) -> str:
+def _working_key(digest: bytes) -> str:
     """The store's name for the mark of a key that worked."""
     return f"working/{digest.hex()}"
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy import Connection
 
 from memory_bank.search.analyzer import terms
+from memory_bank.store.engine import placeholder
 
 K1 = 1.2
 B = 0.75
@@ -24,15 +25,9 @@ CANDIDATES = 200
 SQLITE_TERM_KEY = "sqlite_autoindex_memory_term_1"
 
 
-def _mark(conn: Connection) -> str:
-    """The DBAPI placeholder of this connection's driver (the search SQL skips SQLAlchemy's
-    compiler: on a busy server its per-query overhead was as large as the query itself)."""
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
-
-
 def _marks(conn: Connection, n: int) -> str:
     """n comma-separated placeholders."""
-    return ", ".join([_mark(conn)] * n)
+    return ", ".join([placeholder(conn)] * n)
 
 
 @dataclass(frozen=True)
@@ -101,7 +96,7 @@ def rank(
     stored = {t: tuple(forms(t)) if forms is not None else (t,) for t in query_terms}
     out.stored = stored
     term_of = {form: t for t, each in stored.items() for form in each}
-    m = _mark(conn)
+    m = placeholder(conn)
     unique = list(term_of)
     # The user's statistics (the row with a NULL term) and each query term's document
     # frequency, in one round trip.
@@ -213,7 +208,7 @@ def _in_score_order(
     are all there are. A broad filter so costs the unfiltered ranking and a lookup per memory
     read, in the same statement, instead of a lookup per posting of the rare terms.
     """
-    m = _mark(conn)
+    m = placeholder(conn)
     ranked, params = _score_sql(conn, user_id, weights, avg_len, need * SCORE_ORDER_READ)
     cond, values = on("r.memory_id")
     sql = (
@@ -235,7 +230,7 @@ def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> 
     if total <= 0 or not ids:
         return 0.0
     term_of = {form: t for t, each in ranking.stored.items() for form in each}
-    m = _mark(conn)
+    m = placeholder(conn)
     rows = conn.exec_driver_sql(
         f"SELECT memory_id, term FROM memory_term WHERE user_id = {m} "
         f"AND term IN ({_marks(conn, len(term_of))}) AND memory_id IN ({_marks(conn, len(ids))})",
@@ -285,7 +280,7 @@ def _score_sql(
     among: Among | None = None,
 ) -> tuple[str, tuple[object, ...]]:
     """_score()'s statement and its values: memory_id and score, best first."""
-    m = _mark(conn)
+    m = placeholder(conn)
     params: list[object] = []
     cases = []
     # Numbers are written as double literals (1.2e0; each weight and the average length to 17

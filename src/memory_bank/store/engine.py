@@ -196,6 +196,12 @@ def is_sqlite(engine: Engine | Connection) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+def placeholder(conn: Connection) -> str:
+    """The value mark of this connection's driver, for SQL sent without SQLAlchemy's compiler
+    (search, filters: on a busy server its per-query overhead was as large as the query)."""
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
+
+
 @contextlib.contextmanager
 def reading(engine: Engine) -> Iterator[Connection]:
     """A connection for reads; database outages become 503."""

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 
 from memory_bank.store import data_keys
-from memory_bank.store.engine import is_sqlite
+from memory_bank.store.engine import is_sqlite, placeholder
 from memory_bank.store.schema import memory, memory_tag
 
 
@@ -125,7 +125,7 @@ def driving_tag(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> i
     # One round trip for every tag's capped count (a statement per tag cost as much again at
     # 100k memories on a busy server), in driver SQL: building it in SQLAlchemy cost more than
     # running it (about 3 ms of the two-tag listing on a loaded machine).
-    mark = _mark(conn)
+    mark = placeholder(conn)
     counted = []
     params: list[Any] = []
     for i, each in enumerate(forms):
@@ -167,6 +167,26 @@ def changed_since(conn: Connection, owner: str, since: datetime | None) -> list[
     return found if len(found) <= _COUNT_CAP else None
 
 
+def conditions(conn: Connection, found: Filters, when: str) -> tuple[list[str], list[Any]]:
+    """The time and source conditions in driver SQL over memory `m`, with a memory's creation
+    time read from `when` (a tag row's copy, or m.created_at), and their values in order."""
+    mark = placeholder(conn)
+    conds: list[str] = []
+    values: list[Any] = []
+    for value, cond in (
+        (found.created_after, f"{when} >= {mark}"),
+        (found.created_before, f"{when} < {mark}"),
+        (found.updated_after, f"m.updated_at >= {mark}"),
+    ):
+        if value is not None:
+            conds.append(cond)
+            values.append(_when(conn, value))
+    if found.source is not None:
+        conds.append(same_source(mark))
+        values += [found.source, found.source]
+    return conds, values
+
+
 def restrict(
     conn: Connection, owner: str, found: Filters, column: str
 ) -> tuple[str, str, list[Any]]:
@@ -174,25 +194,13 @@ def restrict(
     the connection's placeholders: a condition that looks each row's memory up, the same as a
     membership in the passing set (search/index.py's Among says which suits when), and their
     values in order (the same for both)."""
-    mark = _mark(conn)
+    mark = placeholder(conn)
     # SQLite: `+column` keeps the planner reading postings by term and checking each against
     # the set, instead of reading every posting of each passing memory with its row.
     member = f"+{column}" if is_sqlite(conn) else column
     probes: list[str] = []
     sets: list[str] = []
-    params: list[Any] = []
-    checks = []
-    for name, op, value in (
-        ("created_at", ">=", found.created_after),
-        ("created_at", "<", found.created_before),
-        ("updated_at", ">=", found.updated_after),
-    ):
-        if value is not None:
-            checks.append(f"m.{name} {op} {mark}")
-            params.append(_when(conn, value))
-    if found.source is not None:
-        checks.append(same_source(mark))
-        params += [found.source, found.source]
+    checks, params = conditions(conn, found, "m.created_at")
     if checks:
         facts = " AND ".join(checks)
         probes.append(
@@ -229,7 +237,7 @@ def page(
     running it (about 10 ms of a two-tag listing's 14 on a loaded machine, 1.5 ms in SQL), so
     the listing sends the text and reads the rows by id (store/memories.get_memories).
     """
-    mark = _mark(conn)
+    mark = placeholder(conn)
     forms = tag_forms(conn, owner, found)
     joined: list[Any] = []  # the values of the joins' conditions, which come first in the text
     params: list[Any] = []
@@ -277,17 +285,9 @@ def page(
         sql = "SELECT m.id FROM memory m"
         conds.append(f"m.user_id = {mark}")
         params.append(owner)
-    for value, cond in (
-        (found.created_after, f"{when} >= {mark}"),
-        (found.created_before, f"{when} < {mark}"),
-        (found.updated_after, f"m.updated_at >= {mark}"),
-    ):
-        if value is not None:
-            conds.append(cond)
-            params.append(_when(conn, value))
-    if found.source is not None:
-        conds.append(same_source(mark))
-        params += [found.source, found.source]
+    more, values = conditions(conn, found, when)
+    conds += more
+    params += values
     if before is not None:
         # created_at <= c bounds the index range; the OR only breaks ties of one millisecond.
         conds.append(f"{when} <= {mark} AND ({when} < {mark} OR {key} < {mark})")
@@ -320,7 +320,7 @@ def sparsest(
         return 0
     if any(len(f) > 1 for f in forms):
         return driving_tag(conn, owner, forms)
-    mark = _mark(conn)
+    mark = placeholder(conn)
     bounds: list[str] = []
     values: list[Any] = []
     for value, cond in (
@@ -348,11 +348,6 @@ def sparsest(
 
 # How many of each tag's newest rows sparsest() spaces out: enough to tell 11% from 5.6%.
 _PROBE = 100
-
-
-def _mark(conn: Connection) -> str:
-    """The DBAPI placeholder of this connection's driver."""
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
 
 def _marks(mark: str, n: int) -> str:
@@ -447,7 +442,7 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
     """The ids of the owner's memories that pass the filters, through the index that leads,
     as driver SQL and its values; a tag filter reads `memory` only when a time or source
     condition needs it."""
-    mark = _mark(conn)
+    mark = placeholder(conn)
     forms = tag_forms(conn, owner, found)
     params: list[Any] = []
     # MySQL/MariaDB: several tags as the rarest tag's rows joined to each other tag's row of
@@ -491,17 +486,9 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
         when = "m.created_at"
         sql = "SELECT m.id FROM memory m"
         conds = [f"m.user_id = {mark}"]
-    for value, cond in (
-        (found.created_after, f"{when} >= {mark}"),
-        (found.created_before, f"{when} < {mark}"),
-        (found.updated_after, f"m.updated_at >= {mark}"),
-    ):
-        if value is not None:
-            conds.append(cond)
-            params.append(_when(conn, value))
-    if found.source is not None:
-        conds.append(same_source(mark))
-        params += [found.source, found.source]
+    more, values = conditions(conn, found, when)
+    conds += more
+    params += values
     sql += f" WHERE {' AND '.join(conds)}"
     if not forms:
         # In the order of the index that leads: else MariaDB reads the owner's rows by primary
