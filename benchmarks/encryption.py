@@ -103,7 +103,7 @@ def run(convs: list[locomo.Conversation], sides: list[Side]) -> dict[str, locomo
 def key_costs(rounds: int = 2000) -> tuple[float, float]:
     """Microseconds per request for the owner's data key: unwrapped and derived afresh (what
     MEMORY_BANK_KEY_CACHE_SIZE=0 does), and found in the cache."""
-    from memory_bank.store import crypto, data_keys
+    from memory_bank.store.sealing import crypto, data_keys
 
     master = crypto.new_master_key()
     wrapped = crypto.wrap(master, "user:bench", crypto.new_data_key())

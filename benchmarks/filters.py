@@ -39,7 +39,6 @@ from memory_bank.domain import reindex, tag_index
 from memory_bank.ids import _encode
 from memory_bank.search.document import postings_of
 from memory_bank.store import vectors
-from memory_bank.store.data_keys import PLAIN
 from memory_bank.store.engine import make_engine
 from memory_bank.store.postings import posting_rows
 from memory_bank.store.schema import (
@@ -51,6 +50,7 @@ from memory_bank.store.schema import (
     memory_vector,
     service_state,
 )
+from memory_bank.store.sealing.data_keys import PLAIN
 from memory_bank.store.tags import tag_rows
 
 PER_USER = 100_000

@@ -516,7 +516,7 @@ def test_only_store_crypto_uses_the_cryptography_library():
             )
             if any(m.split(".")[0] == "cryptography" for m in modules):
                 users.add(_where(path))
-    assert users == {"store/crypto.py"}
+    assert users == {"store/sealing/crypto.py"}
 
 
 # --- MCP takes REST's road -------------------------------------------------------------------

@@ -40,11 +40,11 @@ from memory_bank.search.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, requirements
 from memory_bank.state import AppState, state_of
-from memory_bank.store import master_key
-from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import signing_secret
+from memory_bank.store.sealing import master_key
+from memory_bank.store.sealing.crypto import KeyProblem
 from memory_bank.web import routes as panel_routes
 
 log = logging.getLogger("memory_bank")

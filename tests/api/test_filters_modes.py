@@ -11,7 +11,7 @@ import pytest
 from memory_bank.app import state_of
 from memory_bank.domain import vector_jobs
 from memory_bank.ids import iso, utcnow
-from memory_bank.store import crypto
+from memory_bank.store.sealing import crypto
 
 from .test_filters import plant
 

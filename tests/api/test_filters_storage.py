@@ -15,10 +15,10 @@ from memory_bank.cli import main
 from memory_bank.domain import filters, tag_index
 from memory_bank.search import index
 from memory_bank.search.document import postings_of
-from memory_bank.store import crypto
 from memory_bank.store import memories as store
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_tag, service_state
+from memory_bank.store.sealing import crypto
 
 from .test_filters import found, listed
 

@@ -12,7 +12,7 @@ import pytest
 
 from live_server import free_port, start_server, stop_server
 from memory_bank.cli import main
-from memory_bank.store import crypto
+from memory_bank.store.sealing import crypto
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -18,9 +18,9 @@ import sqlalchemy as sa
 from memory_bank.app import state_of
 from memory_bank.cli import main
 from memory_bank.domain import encryption, vector_jobs
-from memory_bank.store import crypto, data_keys, seal_existing
 from memory_bank.store.schema import memory_term, memory_vector, owner_key
-from memory_bank.store.sealed import registry
+from memory_bank.store.sealing import crypto, data_keys, seal_existing
+from memory_bank.store.sealing.sealed import registry
 
 # The small packaged model: real vectors without building mpnet.
 MODEL = "local:all-MiniLM-L6-v2"

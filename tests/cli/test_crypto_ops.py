@@ -14,10 +14,10 @@ import sqlalchemy as sa
 
 from memory_bank.app import create_app
 from memory_bank.cli import main
-from memory_bank.store import crypto, data_keys
 from memory_bank.store.engine import writing
 from memory_bank.store.schema import memory, memory_draft, owner_key
-from memory_bank.store.seal_existing import left_to_convert
+from memory_bank.store.sealing import crypto, data_keys
+from memory_bank.store.sealing.seal_existing import left_to_convert
 from polling import poll
 
 USERS = ("alice", "bob", "carol")

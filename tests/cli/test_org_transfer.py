@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from databases import MARIADB_ADMIN_URL
 from memory_bank.cli import main
-from memory_bank.store import crypto
 from memory_bank.store.schema import metadata, org_audit, user_settings
+from memory_bank.store.sealing import crypto
 
 ORG = "acme"
 OWNER = f"org:{ORG}"

@@ -8,8 +8,8 @@ import pytest
 import sqlalchemy as sa
 
 from memory_bank.cli import main
-from memory_bank.store import crypto
 from memory_bank.store.schema import metadata
+from memory_bank.store.sealing import crypto
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from memory_bank.cli import main
 from memory_bank.ids import new_id
-from memory_bank.store import crypto
 from memory_bank.store.schema import metadata
+from memory_bank.store.sealing import crypto
 
 HEADER = {"format": "memory-bank-export", "version": 1, "user_id": "x", "exported_at": "x"}
 WHEN = "2026-03-01T10:00:00.000Z"

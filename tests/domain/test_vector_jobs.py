@@ -27,9 +27,9 @@ import sqlalchemy as sa
 from memory_bank.domain import vector_jobs
 from memory_bank.search import remote
 from memory_bank.settings import Secret
-from memory_bank.store.crypto import encode_master_key, new_master_key
 from memory_bank.store.engine import make_engine
 from memory_bank.store.schema import embedding_job, memory, memory_vector, owner_key
+from memory_bank.store.sealing.crypto import encode_master_key, new_master_key
 from polling import poll
 from serving_thread import serve_in_thread
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from memory_bank.search import index
-from memory_bank.store import crypto
+from memory_bank.store.sealing import crypto
 
 _TEXT = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "

@@ -227,9 +227,7 @@ def test_every_statement_of_a_batch_is_seen_by_cursor_listeners(counted_engine):
 def test_a_batch_insert_names_only_table_columns():
     with pytest.raises(KeyError):
         batch.inserts(memory, [{"id": "mem_x", "content; DROP TABLE memory": "x"}])
-    (statement,) = batch.inserts(
-        memory, [{"id": "a", "content": "b"}, {"id": "c", "content": "d"}]
-    )
+    (statement,) = batch.inserts(memory, [{"id": "a", "content": "b"}, {"id": "c", "content": "d"}])
     assert statement.sql == "INSERT INTO memory (id, content) VALUES (%s, %s), (%s, %s)"
     assert statement.params == ("a", "b", "c", "d")
 
@@ -238,5 +236,5 @@ def test_inserts_split_many_rows_and_send_none_for_none():
     rows = [{"id": f"m{i}", "content": "x"} for i in range(batch.ROWS_PER_INSERT + 1)]
     first, second = batch.inserts(memory, rows)
     assert len(first.params) == 2 * batch.ROWS_PER_INSERT
-    assert second.params == ("m%d" % batch.ROWS_PER_INSERT, "x")
+    assert second.params == (f"m{batch.ROWS_PER_INSERT}", "x")
     assert batch.inserts(memory, []) == []

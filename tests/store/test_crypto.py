@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_bank.store import crypto
+from memory_bank.store.sealing import crypto
 
 
 def test_a_data_key_unwraps_only_for_its_owner_and_master():

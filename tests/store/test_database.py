@@ -5,13 +5,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from memory_bank.search.document import postings_of
-from memory_bank.store import batch, crypto, data_keys, database, vectors
+from memory_bank.store import batch, database, vectors
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
 from memory_bank.store.migrate import migrate
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import embedding_job, memory
+from memory_bank.store.sealing import crypto, data_keys
 
 OWNER = Owner("alice", None, "test")
 

@@ -15,8 +15,9 @@ import sqlalchemy as sa
 
 from memory_bank.app import create_app
 from memory_bank.domain.reindex import STATE_NAME
-from memory_bank.store import crypto, service_state
+from memory_bank.store import service_state
 from memory_bank.store.schema import memory, memory_context, memory_term, owner_key
+from memory_bank.store.sealing import crypto
 
 REVIEWER = ("mcp:read", "mcp:write", "memory:review")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text
 
-from memory_bank.store import seal_existing
 from memory_bank.store.schema import metadata
-from memory_bank.store.sealed import column_names, registry
+from memory_bank.store.sealing import seal_existing
+from memory_bank.store.sealing.sealed import column_names, registry
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "memory_bank"
 SEALING_CALLS = {"seal", "open", "seal_opt", "open_opt"}
@@ -85,7 +85,7 @@ def test_the_registry_lists_today_s_sealed_tables():
 
 def test_conversions_walk_the_registry_and_name_no_sealed_table_themselves():
     assert seal_existing.tables() == registry()
-    for module in ("store/seal_existing.py", "domain/encryption.py", "cli/crypto.py"):
+    for module in ("store/sealing/seal_existing.py", "domain/encryption.py", "cli/crypto.py"):
         tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
         named = {
             alias.name

@@ -24,7 +24,7 @@ from memory_bank.cli import (
 from memory_bank.cli.common import EXIT_MASTER_KEY, EXIT_USAGE, CliError
 from memory_bank.search.errors import EmbeddingsMisconfigured
 from memory_bank.settings import PREFIX, Settings, documented
-from memory_bank.store.crypto import KeyProblem
+from memory_bank.store.sealing.crypto import KeyProblem
 
 # Subcommands in the order `memory-bank --help` lists them.
 COMMANDS = (serve, migrate, shards, keys, orgs, mcp, reindex, models, panel, users, drafts, crypto)

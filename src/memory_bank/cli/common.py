@@ -10,10 +10,10 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from memory_bank.domain.reindex import prepare
 from memory_bank.settings import PREFIX, Secret, Settings
-from memory_bank.store import master_key
-from memory_bank.store.crypto import KeyProblem
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
+from memory_bank.store.sealing import master_key
+from memory_bank.store.sealing.crypto import KeyProblem
 
 EXIT_USAGE = 2
 EXIT_DATABASE = 3

@@ -10,8 +10,8 @@ from tqdm import tqdm
 from memory_bank.cli.common import EXIT_MASTER_KEY, CliError, open_database
 from memory_bank.domain import encryption
 from memory_bank.settings import PREFIX, Settings
-from memory_bank.store import crypto, data_keys, master_key, seal_existing
 from memory_bank.store.engine import is_sqlite
+from memory_bank.store.sealing import crypto, data_keys, master_key, seal_existing
 
 DEFAULT_KEY_FILE = "~/.config/memory-bank/master.key"
 

@@ -11,9 +11,9 @@ from functools import partial
 from sqlalchemy import Connection
 
 from memory_bank.search.document import postings_of
-from memory_bank.store import crypto, data_keys, master_key, seal_existing
 from memory_bank.store.database import Database
-from memory_bank.store.sealed import SealedTable
+from memory_bank.store.sealing import crypto, data_keys, master_key, seal_existing
+from memory_bank.store.sealing.sealed import SealedTable
 
 log = logging.getLogger("memory_bank.crypto")
 BATCH = 200
@@ -114,8 +114,8 @@ def convert(
     progress: Progress | None = None,
 ) -> list[str]:
     """Seal every plain row (to_sealed) or open every sealed one, owner by owner and table by
-    table (store/sealed.py), in batches of one transaction; returns the owners whose rows could
-    not all be converted (their keys are kept)."""
+    table (store/sealing/sealed.py), in batches of one transaction; returns the owners whose rows
+    could not all be converted (their keys are kept)."""
     if db.keyring is None:
         raise crypto.KeyProblem("a master key is needed (MEMORY_BANK_MASTER_KEY_FILE)")
     with db.reading() as conn:

@@ -10,9 +10,10 @@ from sqlalchemy import Connection, Engine
 
 from memory_bank.domain import tag_index
 from memory_bank.search.document import index_version, postings_of
-from memory_bank.store import data_keys, documents, postings, service_state
+from memory_bank.store import documents, postings, service_state
 from memory_bank.store.database import Database
 from memory_bank.store.migrate import migrate
+from memory_bank.store.sealing import data_keys
 
 log = logging.getLogger("memory_bank.search")
 

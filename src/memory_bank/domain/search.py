@@ -15,9 +15,10 @@ from memory_bank.domain.semantic import Semantic
 from memory_bank.search import fusion
 from memory_bank.search import index as search_index
 from memory_bank.search.merge import merged
-from memory_bank.store import data_keys, shards
 from memory_bank.store import memories as store
+from memory_bank.store import shards
 from memory_bank.store.database import Database
+from memory_bank.store.sealing import data_keys
 
 
 def find(

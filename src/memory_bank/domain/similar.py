@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from memory_bank.search import index as search_index
-from memory_bank.store import data_keys
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
+from memory_bank.store.sealing import data_keys
 
 THRESHOLD = 0.30
 SHOWN = 3

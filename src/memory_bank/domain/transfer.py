@@ -16,11 +16,12 @@ from memory_bank.domain import org_log
 from memory_bank.domain.memories import shape
 from memory_bank.ids import iso, utcnow
 from memory_bank.search.document import postings_of
-from memory_bank.store import data_keys, transfer
 from memory_bank.store import memories as store
+from memory_bank.store import transfer
 from memory_bank.store.database import Database
 from memory_bank.store.filters import NONE, Filters
 from memory_bank.store.owners import Owner, is_org, org_of
+from memory_bank.store.sealing import data_keys
 
 # The first line of every export names its format and version; import reads no other.
 FORMAT = "memory-bank-export"

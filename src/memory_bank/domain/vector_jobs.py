@@ -16,9 +16,10 @@ from sqlalchemy.exc import IntegrityError
 
 from memory_bank.domain.semantic import Semantic
 from memory_bank.search.embeddings import embed_text
-from memory_bank.store import data_keys, documents, vectors
-from memory_bank.store.data_keys import StoredDataUnreadable
+from memory_bank.store import documents, vectors
 from memory_bank.store.database import Database
+from memory_bank.store.sealing import data_keys
+from memory_bank.store.sealing.data_keys import StoredDataUnreadable
 
 log = logging.getLogger("memory_bank.embeddings")
 

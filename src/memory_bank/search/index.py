@@ -72,7 +72,8 @@ def search(
     """The user's best memory ids for a query, with BM25 scores, best first.
 
     forms gives the stored forms of a term (with encryption on, its keyed hash; see
-    store/data_keys.py); ranking works on the terms themselves, so it is the same either way.
+    store/sealing/data_keys.py); ranking works on the terms themselves, so it is the same either
+    way.
     among restricts the ranking to the memories that meet it (filters): they are ranked before
     the best are picked, with the statistics of all the user's memories, so a memory scores the
     same with or without a filter.

@@ -20,7 +20,7 @@ from memory_bank.store import batch, shards
 from memory_bank.store.engine import is_sqlite, make_auth_engine, make_engine, reading, writing
 
 if TYPE_CHECKING:
-    from memory_bank.store.data_keys import Keyring
+    from memory_bank.store.sealing.data_keys import Keyring
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ class Database:
     def __init__(
         self, engine: Engine, *, keyring: Keyring | None = None, queue_vectors: bool = False
     ) -> None:
-        # Sealing is on exactly when a keyring is given (store/data_keys.py).
+        # Sealing is on exactly when a keyring is given (store/sealing/data_keys.py).
         self.keyring = keyring
         # Whether a save queues an embedding job in its transaction (semantic search on); set
         # once at start, after the model is chosen.

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from memory_bank.store import data_keys
 from memory_bank.store.schema import memory, memory_context
+from memory_bank.store.sealing import data_keys
 
 
 def count(conn: Connection, user_id: str) -> int:

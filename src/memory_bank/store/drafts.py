@@ -12,10 +12,10 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import new_id
-from memory_bank.store import data_keys
 from memory_bank.store.memories import NewContext
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_draft, review_audit
+from memory_bank.store.sealing import data_keys
 
 # Audit actions, as stored.
 CREATED = "created"
@@ -108,7 +108,7 @@ def insert_draft(
         memory_id=memory_id,
         base_revision=base_revision,
     )
-    # Sealed per owner, column and draft when encryption is on (store/data_keys.py).
+    # Sealed per owner, column and draft when encryption is on (store/sealing/data_keys.py).
     seal = data_keys.sealer(conn, owner.user_id, create=True)
     conn.execute(
         insert(memory_draft).values(

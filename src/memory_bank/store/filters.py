@@ -24,9 +24,9 @@ from sqlalchemy import (
     select,
 )
 
-from memory_bank.store import data_keys
 from memory_bank.store.engine import is_sqlite, placeholder
 from memory_bank.store.schema import memory, memory_tag
+from memory_bank.store.sealing import data_keys
 
 
 @dataclass(frozen=True)

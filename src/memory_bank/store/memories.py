@@ -26,11 +26,12 @@ from sqlalchemy import (
 )
 
 from memory_bank.ids import new_id, utcnow
-from memory_bank.store import batch, data_keys, filters, postings, revisions, tombstones, vectors
+from memory_bank.store import batch, filters, postings, revisions, tombstones, vectors
 from memory_bank.store import tags as tag_index
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_context
+from memory_bank.store.sealing import data_keys
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def insert_memory(
     """
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
-    # Sealed per owner, column and row when encryption is on (store/data_keys.py).
+    # Sealed per owner, column and row when encryption is on (store/sealing/data_keys.py).
     seal = data_keys.sealer(conn, owner.user_id, create=True)
     tags_text = json.dumps(list(tags), ensure_ascii=False)
     row = {

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import iso, new_id, parse_iso
-from memory_bank.store import data_keys
 from memory_bank.store.schema import memory_revision
+from memory_bank.store.sealing import data_keys
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ CITATION_WIDTH = 768
 # A stored tag: "=" and a tag of up to 64 characters case-folded (which can triple its length).
 TAG_WIDTH = 200
 # User text, sealed with its owner's data key when encryption is on, bound to the row's `id`
-# (store/sealed.py reads these marks: every conversion and count follows them). A new column
+# (store/sealing/sealed.py reads these marks: every conversion and count follows them). A new column
 # that holds anything a user stored carries one.
 SEALED: dict[str, Any] = {"sealed": "id"}
 # An owner table: its rows belong to the owner in `user_id` (a user, or an org's owner key,
@@ -289,7 +289,8 @@ org_audit = Table(
     **TABLE_ARGS,
 )
 
-# Each owner's data key, wrapped by the master key (store/crypto.py); never stored in the clear.
+# Each owner's data key, wrapped by the master key (store/sealing/crypto.py); never stored in
+# the clear.
 # `master_id` names the master key that wrapped it (rotation); `state` is "sealed" (every row of
 # the owner is encrypted) or "mixed" (encrypt-existing has not finished with the owner's rows).
 owner_key = Table(

@@ -2,7 +2,7 @@
 so a tag filter reads one tag's rows instead of every memory. Every statement filters by user_id.
 
 A tag is compared case-insensitively: it is stored folded (NFC, trimmed, Unicode case folding)
-in the form the owner's sealer gives (store/data_keys.py): "=" and the folded tag, or with
+in the form the owner's sealer gives (store/sealing/data_keys.py): "=" and the folded tag, or with
 encryption on its keyed hash. The memory keeps its tags as written; these rows only find it.
 """
 
@@ -15,8 +15,9 @@ from datetime import datetime
 
 from sqlalchemy import Connection, delete, select
 
-from memory_bank.store import batch, data_keys
+from memory_bank.store import batch
 from memory_bank.store.schema import memory, memory_tag
+from memory_bank.store.sealing import data_keys
 
 
 def fold(tag: str) -> str:

@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql, sqlite
 
 from memory_bank.ids import utcnow
-from memory_bank.store import batch, data_keys, database
+from memory_bank.store import batch, database
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.schema import (
     embedding_job,
@@ -35,6 +35,7 @@ from memory_bank.store.schema import (
     memory_vector,
     vector_version,
 )
+from memory_bank.store.sealing import data_keys
 
 VECTOR_COLUMN = "memory_vector.vector"
 

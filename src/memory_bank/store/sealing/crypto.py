@@ -4,7 +4,7 @@ The one place that touches key material. A master key (from a file or a setting)
 random data key per owner; from a data key come two sub-keys (HKDF): one seals text fields with
 AES-256-GCM, binding the owner, the column and the row id as associated data (a ciphertext
 moved to another row, column or owner fails to open), the other hashes index terms (HMAC-SHA256),
-so postings hold no words. Storage (store/data_keys.py) decides when these are used; later
+so postings hold no words. Storage (store/sealing/data_keys.py) decides when these are used; later
 tables call the same functions (docs/security.md, "Rules for new tables").
 """
 

@@ -2,9 +2,9 @@
 statement uses to seal and open one owner's rows.
 
 A connection from a Database with a keyring (store/database.py) seals every user-text column
-it writes; without one nothing is sealed, and start-up (store/master_key.py) refuses a database
-that holds sealed data. Every statement on owner_key filters by user_id, except the operator's
-maintenance reads named as such.
+it writes; without one nothing is sealed, and start-up (store/sealing/master_key.py) refuses a
+database that holds sealed data. Every statement on owner_key filters by user_id, except the
+operator's maintenance reads named as such.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from sqlalchemy.exc import IntegrityError
 
 from memory_bank.errors import InternalError
 from memory_bank.ids import utcnow
-from memory_bank.store import crypto, database
+from memory_bank.store import database
 from memory_bank.store.owners import is_org
 from memory_bank.store.postings import Postings
 from memory_bank.store.schema import memory, memory_draft, owner_key
+from memory_bank.store.sealing import crypto
 
 log = logging.getLogger("memory_bank.crypto")
 

@@ -1,17 +1,18 @@
 """The master key's lifecycle: read from the settings, checked against the database at
 start-up, and recorded, so a wrong or missing key stops the process instead of failing every
-request. It wraps each owner's data key (store/data_keys.py)."""
+request. It wraps each owner's data key (store/sealing/data_keys.py)."""
 
 from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, delete, func, select
 
 from memory_bank.settings import Settings
-from memory_bank.store import crypto, service_state
-from memory_bank.store.data_keys import Keyring, owner_of_user
+from memory_bank.store import service_state
 from memory_bank.store.engine import reading
 from memory_bank.store.schema import owner_key
 from memory_bank.store.schema import service_state as state_table
+from memory_bank.store.sealing import crypto
+from memory_bank.store.sealing.data_keys import Keyring, owner_of_user
 
 # service_state: the fingerprint of the master key this database was last opened with.
 MASTER_ID_STATE = "master_key_id"

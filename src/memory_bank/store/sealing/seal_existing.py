@@ -1,8 +1,8 @@
 """Sealing a plaintext deployment's rows in place, or opening them again: one batch at a time.
 
 Which tables and columns hold sealed text comes from one place, the registry the schema
-declares (store/sealed.py): memories, contexts, drafts, revisions, vectors and whatever a later
-table adds. Each batch is one transaction over rows locked for it, and rewrites whole rows (a
+declares (store/sealing/sealed.py): memories, contexts, drafts, revisions, vectors and whatever a
+later table adds. Each batch is one transaction over rows locked for it, and rewrites whole rows (a
 memory's postings with it), so a run stopped anywhere, even by kill -9, leaves every row either
 plain or sealed, never half, and a new run picks up where it stopped.
 """
@@ -29,11 +29,12 @@ from sqlalchemy import (
     update,
 )
 
-from memory_bank.store import crypto, postings, tags
-from memory_bank.store.data_keys import PLAIN, PLAIN_TAG_PREFIX, Sealer
+from memory_bank.store import postings, tags
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.schema import memory, memory_context, memory_tag, memory_term
-from memory_bank.store.sealed import SealedTable, registry
+from memory_bank.store.sealing import crypto
+from memory_bank.store.sealing.data_keys import PLAIN, PLAIN_TAG_PREFIX, Sealer
+from memory_bank.store.sealing.sealed import SealedTable, registry
 
 log = logging.getLogger("memory_bank.crypto")
 CHECKPOINT_ATTEMPTS = 10

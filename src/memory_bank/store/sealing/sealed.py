@@ -3,7 +3,8 @@ data key, read from the schema's column info (store/schema.py), so conversions, 
 key destruction can never miss a table a later change adds.
 
 A column declares itself with `info={"sealed": "<row column>"}`: the row column's value is the
-row id its ciphertexts are bound to, with the owner and "<table>.<column>" (store/crypto.py).
+row id its ciphertexts are bound to, with the owner and "<table>.<column>"
+(store/sealing/crypto.py).
 The table's owner column is `user_id` (an owner key, store/owners.py), or, for a table sharded
 by organisation, `org_id` (the org's own id; its owner key is "org:<id>").
 """
