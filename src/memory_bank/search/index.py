@@ -309,8 +309,8 @@ def _score_sql(
         where += f" AND {among.sql}"
         params += among.params
     params.append(int(limit))
-    # MySQL/MariaDB: group by sorting rather than through a temporary table, measured 1-1.5 ms
-    # faster per search at p50 and p95 for a 10k-memory user (up to 5,000 postings). Sorting
+    # MySQL/MariaDB: group by sorting rather than through a temporary table, faster per search
+    # at p50 and p95 for a 10k-memory user (up to 5,000 postings; docs/benchmarks.md). Sorting
     # leaves a memory's postings in no fixed order, so identical memories could differ in the
     # last bit of their sums; rounding (far below the 6 decimals the API shows) keeps them tied,
     # and ties go to the newest id.

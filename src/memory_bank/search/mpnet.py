@@ -11,9 +11,9 @@ unsigned 8 bits per output channel (QUInt8: signed QInt8 weights with uint8 acti
 saturate in onnxruntime's kernels on x86 without AVX-512 VNNI, cosine ~0 to the original
 there), all but the feed-forward down-projections, whose inputs carry outliers that int8
 activations cannot hold (quantizing them too left cosines of only 0.85-0.93 to the fp32 model;
-without them 0.99; docs/search.md). The build runs in a child process (about 30 s and 2.6 GB
-at peak, once per machine), under a file lock; the files appear only when complete, and the
-slices are deleted after it.
+without them 0.99; docs/search.md). The build runs in a child process (its time and peak
+memory: docs/search.md), once per machine, under a file lock; the files appear only when
+complete, and the slices are deleted after it.
 """
 
 from __future__ import annotations

@@ -121,9 +121,9 @@ def execute(
     the test suite relies on that). A failing statement stops the batch and raises like
     Connection.execute would; the caller's transaction then rolls back what ran before it.
 
-    commit=True ends the batch with COMMIT, saving the commit's own round trip (0.3-0.4 ms of a
-    save here). Only for the last write of a transaction: once it returns the work is durable,
-    and the caller's commit that follows is skipped at the driver.
+    commit=True ends the batch with COMMIT, saving the commit's own round trip. Only for the
+    last write of a transaction: once it returns the work is durable, and the caller's commit
+    that follows is skipped at the driver.
     """
     if commit:
         statements = [*statements, COMMIT]

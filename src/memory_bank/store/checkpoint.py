@@ -40,8 +40,8 @@ def in_background(engine: Engine, interval: float = INTERVAL_SECONDS) -> Iterato
     """Checkpoint a SQLite file's WAL every interval seconds while the block runs.
 
     With SQLite's default, the write that fills the WAL to 1000 pages copies them all into the
-    database and syncs it, inside its own request: about one save in a hundred took 7-11 ms
-    instead of 0.8 (docs/benchmarks.md). Here a thread does that work between requests; the
+    database and syncs it, inside its own request: about one save in a hundred took ten times
+    as long (docs/benchmarks.md). Here a thread does that work between requests; the
     sqlite3 module releases the GIL while it runs. Other engines and in-memory databases: no-op.
     """
     database = engine.url.database or ""

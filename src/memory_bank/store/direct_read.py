@@ -26,7 +26,7 @@ def fetch_one(
     """The first row of a SELECT, as a mapping, read through the driver's cursor.
 
     For the credential lookup, which runs on every request: SQLAlchemy's statement execution
-    and result objects cost about 0.15 ms of it on MySQL/MariaDB here (docs/benchmarks.md).
+    and result objects were a measurable share of it on MySQL/MariaDB (docs/benchmarks.md).
     The statement is compiled by SQLAlchemy for the connection's dialect (cached per
     dialect), its values are bound by the driver, and listeners see it as usual. Only for
     columns the driver already returns as their Python type (strings, numbers, datetimes).

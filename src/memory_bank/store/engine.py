@@ -98,7 +98,7 @@ def make_auth_engine(engine: Engine) -> Engine:
 
     On MySQL/MariaDB a separate small pool in autocommit mode: the check is one SELECT, and on
     the main pool its implicit transaction would cost a ROLLBACK round trip when the connection
-    goes back (about 0.1 ms a request here, measured in docs/benchmarks.md). It runs on the
+    goes back (on every request; measured in docs/benchmarks.md). It runs on the
     event loop, one at a time per process, so two connections (plus two overflow) are plenty.
     SQLite: the engine itself (its ROLLBACK is a function call).
     """
@@ -168,7 +168,7 @@ IDLE_PING_SECONDS = 5.0
 def _ping_when_idle(engine: Engine) -> None:
     """Check a pooled connection with a ping only when it sat idle, not on every checkout.
 
-    SQLAlchemy's pool_pre_ping costs a round trip per checkout (0.3 ms here, on every request).
+    SQLAlchemy's pool_pre_ping costs a round trip per checkout, on every request.
     A connection in steady use is known to be alive; one that sat idle may have been dropped by
     the server or a proxy, so it is pinged and, if dead, replaced before the request sees it. A
     server restart between two busy requests still fails the first one (a 503), and that error

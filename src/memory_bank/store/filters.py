@@ -124,7 +124,7 @@ def driving_tag(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> i
         return 0
     # One round trip for every tag's capped count (a statement per tag cost as much again at
     # 100k memories on a busy server), in driver SQL: building it in SQLAlchemy cost more than
-    # running it (about 3 ms of the two-tag listing on a loaded machine).
+    # running it.
     mark = placeholder(conn)
     counted = []
     params: list[Any] = []
@@ -234,8 +234,8 @@ def page(
     then id, after the position `before`: driven()'s plan in driver SQL, led by sparsest().
 
     SQLAlchemy spent more building and keying driven()'s statement than the database spent
-    running it (about 10 ms of a two-tag listing's 14 on a loaded machine, 1.5 ms in SQL), so
-    the listing sends the text and reads the rows by id (store/memories.get_memories).
+    running it (most of a two-tag listing's time on a loaded machine), so the listing sends the
+    text and reads the rows by id (store/memories.get_memories).
     """
     mark = placeholder(conn)
     forms = tag_forms(conn, owner, found)
@@ -262,8 +262,8 @@ def page(
             if i == first:
                 continue
             if joins:
-                # One primary-key lookup per row walked: 0.55 ms for the benchmark's two tags
-                # at 100k memories, where the scalar subquery below took 0.85.
+                # One primary-key lookup per row walked: faster for the benchmark's two tags at
+                # 100k memories than the scalar subquery below (docs/search.md, Filters).
                 sql += (
                     f" JOIN memory_tag o{i} ON o{i}.user_id = t.user_id AND o{i}.tag = {mark} "
                     f"AND o{i}.created_at = t.created_at AND o{i}.memory_id = t.memory_id"
@@ -312,8 +312,8 @@ def sparsest(
     Each tag's _PROBE-th newest row there, in one statement: the tag whose row is oldest (or
     which has fewer rows) is the sparsest, so each row it drives meets the others most often.
     A walk fills its page from the newest rows, so their spacing is what it pays for; a count
-    of every row says less and costs more (two common tags counted to 2,000 took 1.2 ms at 100k
-    memories on MariaDB, this 0.3). A tag with several stored forms is counted (driving_tag):
+    of every row says less and costs more (about four times as much for two common tags counted
+    to 2,000 at 100k memories on MariaDB). A tag with several stored forms is counted (driving_tag):
     its newest rows are in two ranges.
     """
     if len(forms) < 2:
@@ -428,7 +428,7 @@ def estimate(conn: Connection, owner: str, found: Filters) -> int | None:
     estimate of the index range the filter reads first, from a few index dives, within 2x of
     the count at 100k memories); None on SQLite, which has no such estimate.
 
-    Counting instead cost 18 ms for 25,000 entries on MariaDB, as much as it would save. Only
+    Counting instead cost as much as it would save (25,000 entries on MariaDB). Only
     a choice of plan rests on it (search/index.py's score order), never which memories pass.
     """
     if is_sqlite(conn):
@@ -446,11 +446,11 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
     forms = tag_forms(conn, owner, found)
     params: list[Any] = []
     # MySQL/MariaDB: several tags as the rarest tag's rows joined to each other tag's row of
-    # the same memory (its primary key), 8 ms for two common tags at 100k memories where
-    # grouping both tags' rows in a temporary table took 16. SQLite groups (measured fine), and
+    # the same memory (its primary key): half the time of grouping both tags' rows in a
+    # temporary table, for two common tags at 100k memories. SQLite groups (measured fine), and
     # so does a tag with two stored forms (an owner being encrypted): `tag IN (plain, hashed)`
     # is no longer the whole key, and with fresh statistics MariaDB then joined the two tags'
-    # ranges through a join buffer (33 s for 40k tag rows, against 43 ms on its older plan).
+    # ranges through a join buffer (seconds for 40k tag rows, against milliseconds before).
     joins_tags = len(forms) > 1 and not is_sqlite(conn) and all(len(f) == 1 for f in forms)
     if forms:
         when = "t.created_at"
@@ -471,8 +471,8 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
         if found.updated_after is None and found.source is not None and not is_sqlite(conn):
             # MySQL/MariaDB: a source is checked in memory's (user_id, source, created_at, id)
             # index, which holds all it needs, not in the memory's row: CONCAT keeps the primary
-            # key out of the join (MariaDB prefers it). 6.8 ms against 12.4, side by side, for
-            # the 2,738 rows of a tag in the last 180 days at 100k memories.
+            # key out of the join (MariaDB prefers it): about half the time, side by side, for
+            # one tag's rows in the last 180 days at 100k memories.
             sql += (
                 " JOIN memory m ON m.user_id = t.user_id AND m.created_at = t.created_at "
                 "AND CONCAT(m.id) = t.memory_id"
@@ -493,7 +493,7 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
     if not forms:
         # In the order of the index that leads: else MariaDB reads the owner's rows by primary
         # key for a broad time range (ids follow creation time, so counting the last year's
-        # first 2,001 read the year before it first: 19 ms instead of 1 ms at 100k memories).
+        # first 2,001 read the year before it first, many times slower at 100k memories).
         only_updated = found.updated_after is not None and found.source is None
         only_updated &= found.created_after is None and found.created_before is None
         sql += f" ORDER BY m.{'updated_at' if only_updated else 'created_at'} DESC"
