@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memory_bank.errors import InvalidRequest
+from memory_bank.http import jsontext
 from memory_bank.http.jsontext import lone_surrogate, parse
+from memory_bank.spec import inline, load_spec, operations
 
 
 @pytest.mark.parametrize(
@@ -34,3 +38,34 @@ def test_valid_json_is_untouched():
         "n": 1.5e300,
     }
     assert lone_surrogate({"a": [{"b": "fine"}]}) is None
+
+
+def _depth(schema: Any) -> int:
+    """How deep a value of this schema nests (a scalar is 0, an object of scalars 1)."""
+    if not isinstance(schema, dict):
+        return 0
+    inner = [
+        *schema.get("properties", {}).values(),
+        *([schema["items"]] if isinstance(schema.get("items"), dict) else []),
+        *schema.get("oneOf", []),
+        *schema.get("anyOf", []),
+        *schema.get("allOf", []),
+    ]
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        inner.append(extra)
+    nests = schema.get("type") in {"object", "array"} or "properties" in schema
+    deepest = max((_depth(s) for s in inner), default=0)
+    return deepest + (1 if nests else 0)
+
+
+def test_the_depth_limit_is_above_every_request_body_of_the_spec():
+    spec = load_spec()
+    deepest = 0
+    for op in operations(spec):
+        body = op.definition.get("requestBody")
+        if body is None:
+            continue
+        for media in inline(spec, body)["content"].values():
+            deepest = max(deepest, _depth(media.get("schema")))
+    assert 0 < deepest < jsontext.MAX_DEPTH

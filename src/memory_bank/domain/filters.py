@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
 from memory_bank.errors import InvalidRequest
 from memory_bank.search.index import Among
+from memory_bank.spec import load_spec
 from memory_bank.store import filters as store_filters
 from memory_bank.store.filters import NONE, Filters
 from memory_bank.store.tags import fold
@@ -39,7 +41,11 @@ _INSTANT = re.compile(
 )
 
 
-MAX_TAGS = 32
+@cache
+def max_tags() -> int:
+    """How many tags one filter may name, as the spec's `tag` parameter states it (a listing
+    from the command line, `users export`, meets no Connexion to check it)."""
+    return int(load_spec()["components"]["parameters"]["TagFilter"]["schema"]["maxItems"])
 
 
 def parse(
@@ -53,8 +59,8 @@ def parse(
     tags = tuple(dict.fromkeys(fold(t) for t in tag or []))
     if any(not t for t in tags):
         raise InvalidRequest("A tag cannot be empty.", field="tag")
-    if len(tags) > MAX_TAGS:
-        raise InvalidRequest(f"Filter by at most {MAX_TAGS} tags.", field="tag")
+    if len(tags) > max_tags():
+        raise InvalidRequest(f"Filter by at most {max_tags()} tags.", field="tag")
     found = Filters(
         tags=tags,
         created_after=instant(created_after, "created_after"),

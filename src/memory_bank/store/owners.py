@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import String
+
+from memory_bank.store.schema import memory
+
 ORG_PREFIX = "org:"
-# An owner key must fit the 128-character owner columns.
-MAX_ORG_ID = 128 - len(ORG_PREFIX)
+# An owner key must fit the owner columns.
+_OWNER_TYPE = memory.c.user_id.type
+assert isinstance(_OWNER_TYPE, String) and _OWNER_TYPE.length is not None
+MAX_ORG_ID = _OWNER_TYPE.length - len(ORG_PREFIX)
 
 
 def org_owner(org_id: str) -> str:
