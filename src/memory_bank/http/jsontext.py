@@ -11,7 +11,8 @@ from typing import Any
 from memory_bank.errors import InvalidRequest
 
 # Where _locate looks for the culprit of a RecursionError: deeper than any request body of
-# the spec (a test compares), far below the interpreter's recursion limit (where json.loads gives up).
+# the spec (a test compares), far below the interpreter's recursion limit (where json.loads
+# gives up).
 MAX_DEPTH = 32
 # A \uD800-\uDFFF escape: the only way a lone surrogate gets into decoded JSON text.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
