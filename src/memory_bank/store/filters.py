@@ -49,33 +49,33 @@ class Filters:
 NONE = Filters()
 
 
-def tag_forms(conn: Connection, owner: str, found: Filters) -> list[tuple[str, ...]]:
+def tag_forms(conn: Connection, owner: str, only: Filters) -> list[tuple[str, ...]]:
     """Each filter tag's stored forms in this owner's rows (hashed with their key, if any)."""
-    if not found.tags:
+    if not only.tags:
         return []
     seal = data_keys.sealer(conn, owner)
-    return [seal.tag_forms(t) for t in found.tags]
+    return [seal.tag_forms(t) for t in only.tags]
 
 
-def created(found: Filters, column: Any) -> list[ColumnElement[bool]]:
+def created(only: Filters, column: Any) -> list[ColumnElement[bool]]:
     """The creation-time bounds on a column that holds it (memory's, or a tag row's copy)."""
     conds: list[ColumnElement[bool]] = []
-    if found.created_after is not None:
-        conds.append(column >= found.created_after)
-    if found.created_before is not None:
-        conds.append(column < found.created_before)
+    if only.created_after is not None:
+        conds.append(column >= only.created_after)
+    if only.created_before is not None:
+        conds.append(column < only.created_before)
     return conds
 
 
-def columns(found: Filters) -> list[ColumnElement[bool]]:
+def columns(only: Filters) -> list[ColumnElement[bool]]:
     """The time and source conditions on `memory`."""
-    conds = created(found, memory.c.created_at)
-    if found.updated_after is not None:
-        conds.append(memory.c.updated_at >= found.updated_after)
-    if found.source is not None:
-        conds.append(memory.c.source == found.source)
+    conds = created(only, memory.c.created_at)
+    if only.updated_after is not None:
+        conds.append(memory.c.updated_at >= only.updated_after)
+    if only.source is not None:
+        conds.append(memory.c.source == only.source)
         # Exact, as on SQLite (same_source() says why).
-        conds.append(func.length(memory.c.source) == func.length(literal(found.source)))
+        conds.append(func.length(memory.c.source) == func.length(literal(only.source)))
     return conds
 
 
@@ -103,7 +103,7 @@ def carries(forms: Sequence[str], row: Any = memory) -> ColumnElement[bool]:
     """
     t = memory_tag.alias()
     of_memory = row is memory
-    found = (
+    carried = (
         select(literal(1))
         .where(
             t.c.user_id == row.c.user_id,
@@ -114,7 +114,7 @@ def carries(forms: Sequence[str], row: Any = memory) -> ColumnElement[bool]:
         .limit(1)
         .scalar_subquery()
     )
-    return found.is_not(None)
+    return carried.is_not(None)
 
 
 def driving_tag(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> int:
@@ -163,32 +163,32 @@ def changed_since(conn: Connection, owner: str, since: datetime | None) -> list[
         .where(memory.c.user_id == owner, memory.c.updated_at >= since)
         .limit(_COUNT_CAP + 1)
     ).scalars()
-    found = list(ids)
-    return found if len(found) <= _COUNT_CAP else None
+    changed = list(ids)
+    return changed if len(changed) <= _COUNT_CAP else None
 
 
-def conditions(conn: Connection, found: Filters, when: str) -> tuple[list[str], list[Any]]:
+def conditions(conn: Connection, only: Filters, when: str) -> tuple[list[str], list[Any]]:
     """The time and source conditions in driver SQL over memory `m`, with a memory's creation
     time read from `when` (a tag row's copy, or m.created_at), and their values in order."""
     mark = placeholder(conn)
     conds: list[str] = []
     values: list[Any] = []
     for value, cond in (
-        (found.created_after, f"{when} >= {mark}"),
-        (found.created_before, f"{when} < {mark}"),
-        (found.updated_after, f"m.updated_at >= {mark}"),
+        (only.created_after, f"{when} >= {mark}"),
+        (only.created_before, f"{when} < {mark}"),
+        (only.updated_after, f"m.updated_at >= {mark}"),
     ):
         if value is not None:
             conds.append(cond)
             values.append(_when(conn, value))
-    if found.source is not None:
+    if only.source is not None:
         conds.append(same_source(mark))
-        values += [found.source, found.source]
+        values += [only.source, only.source]
     return conds, values
 
 
 def restrict(
-    conn: Connection, owner: str, found: Filters, column: str
+    conn: Connection, owner: str, only: Filters, column: str
 ) -> tuple[str, str, list[Any]]:
     """The filters as driver SQL over a row whose memory id is `column` (BM25's postings), in
     the connection's placeholders: a condition that looks each row's memory up, the same as a
@@ -200,7 +200,7 @@ def restrict(
     member = f"+{column}" if is_sqlite(conn) else column
     probes: list[str] = []
     sets: list[str] = []
-    checks, params = conditions(conn, found, "m.created_at")
+    checks, params = conditions(conn, only, "m.created_at")
     if checks:
         facts = " AND ".join(checks)
         probes.append(
@@ -209,7 +209,7 @@ def restrict(
         )
         sets.append(f"{member} IN (SELECT m.id FROM memory m WHERE m.user_id = {mark} AND {facts})")
         params.insert(0, owner)
-    for forms in tag_forms(conn, owner, found):
+    for forms in tag_forms(conn, owner, only):
         marks = ", ".join([mark] * len(forms))
         probes.append(
             f"EXISTS (SELECT 1 FROM memory_tag t WHERE t.user_id = {mark} "
@@ -226,7 +226,7 @@ def restrict(
 def page(
     conn: Connection,
     owner: str,
-    found: Filters,
+    only: Filters,
     limit: int,
     before: tuple[datetime, str] | None = None,
 ) -> list[str]:
@@ -238,7 +238,7 @@ def page(
     text and reads the rows by id (store/memories.get_memories).
     """
     mark = placeholder(conn)
-    forms = tag_forms(conn, owner, found)
+    forms = tag_forms(conn, owner, only)
     joined: list[Any] = []  # the values of the joins' conditions, which come first in the text
     params: list[Any] = []
     conds: list[str] = []
@@ -247,7 +247,7 @@ def page(
         # _passing() joins them, when each tag has one stored form (else `tag IN (plain,
         # hashed)` is no longer the whole key and the join may go through a join buffer).
         joins = len(forms) > 1 and not is_sqlite(conn) and all(len(f) == 1 for f in forms)
-        first = sparsest(conn, owner, forms, found, before)
+        first = sparsest(conn, owner, forms, only, before)
         when, key = "t.created_at", "t.memory_id"
         sql = f"SELECT {'STRAIGHT_JOIN ' if joins else ''}t.memory_id FROM memory_tag t"
         if not is_sqlite(conn):
@@ -278,14 +278,14 @@ def page(
                 f"AND o{i}.memory_id = t.memory_id LIMIT 1) IS NOT NULL"
             )
             params += each
-        if found.updated_after is not None or found.source is not None:
+        if only.updated_after is not None or only.source is not None:
             sql += " JOIN memory m ON m.user_id = t.user_id AND m.id = t.memory_id"
     else:
         when, key = "m.created_at", "m.id"
         sql = "SELECT m.id FROM memory m"
         conds.append(f"m.user_id = {mark}")
         params.append(owner)
-    more, values = conditions(conn, found, when)
+    more, values = conditions(conn, only, when)
     conds += more
     params += values
     if before is not None:
@@ -302,7 +302,7 @@ def sparsest(
     conn: Connection,
     owner: str,
     forms: list[tuple[str, ...]],
-    found: Filters,
+    only: Filters,
     before: tuple[datetime, str] | None = None,
 ) -> int:
     """Which filter tag a page's walk should read (the others are looked up on its rows): the
@@ -324,8 +324,8 @@ def sparsest(
     bounds: list[str] = []
     values: list[Any] = []
     for value, cond in (
-        (found.created_after, f"p.created_at >= {mark}"),
-        (found.created_before, f"p.created_at < {mark}"),
+        (only.created_after, f"p.created_at >= {mark}"),
+        (only.created_before, f"p.created_at < {mark}"),
         (before[0] if before else None, f"p.created_at <= {mark}"),
     ):
         if value is not None:
@@ -362,7 +362,7 @@ def _when(conn: Connection, value: datetime) -> Any:
     return value
 
 
-def driven(conn: Connection, owner: str, found: Filters) -> tuple[Select[Any], Any, Any]:
+def driven(conn: Connection, owner: str, only: Filters) -> tuple[Select[Any], Any, Any]:
     """A select over the owner's memories that pass the filters, read through the index that
     leads (module docstring), and the columns of its order: (creation time, id), newest first.
 
@@ -370,9 +370,9 @@ def driven(conn: Connection, owner: str, found: Filters) -> tuple[Select[Any], A
     id, so they walk newest first), checks the other tags on those rows before it reads the
     memory, and bounds the creation time on them too; without tags, `memory` is read through
     its creation-time or source index."""
-    forms = tag_forms(conn, owner, found)
+    forms = tag_forms(conn, owner, only)
     if not forms:
-        stmt = select(memory).where(memory.c.user_id == owner, *columns(found))
+        stmt = select(memory).where(memory.c.user_id == owner, *columns(only))
         return stmt, memory.c.created_at, memory.c.id
     first = driving_tag(conn, owner, forms)
     t = memory_tag.alias("t")
@@ -384,9 +384,9 @@ def driven(conn: Connection, owner: str, found: Filters) -> tuple[Select[Any], A
         .where(
             t.c.user_id == owner,
             t.c.tag.in_(list(forms[first])),
-            *created(found, t.c.created_at),
+            *created(only, t.c.created_at),
             *others,
-            *columns(found),
+            *columns(only),
         )
     )
     return stmt, t.c.created_at, t.c.memory_id
@@ -404,15 +404,15 @@ def tagged(conn: Connection, owner: str, forms: list[tuple[str, ...]]) -> list[s
     return list(dict.fromkeys(conn.execute(stmt).scalars()))
 
 
-def few(conn: Connection, owner: str, found: Filters, cap: int) -> list[str] | None:
+def few(conn: Connection, owner: str, only: Filters, cap: int) -> list[str] | None:
     """The ids of the owner's memories that pass the filters when there are at most cap of
     them, else None. Counted first (at most cap + 1 index entries read), so a filter that
     passes many costs a count, not cap ids sent back; several tags are grouped once instead.
     Driver SQL, as page(): on a loaded machine SQLAlchemy's building cost as much as the
     count."""
-    sql, params = _passing(conn, owner, found)
-    joined = found.updated_after is not None or found.source is not None
-    if len(found.tags) > 1 or (found.tags and joined):
+    sql, params = _passing(conn, owner, only)
+    joined = only.updated_after is not None or only.source is not None
+    if len(only.tags) > 1 or (only.tags and joined):
         # Several tags, or a tag joined to `memory`: the reading costs more than sending up to
         # cap + 1 ids back, so it is done once.
         ids = list(conn.exec_driver_sql(f"{sql} LIMIT {int(cap) + 1}", params).scalars())
@@ -423,7 +423,7 @@ def few(conn: Connection, owner: str, found: Filters, cap: int) -> list[str] | N
     return list(conn.exec_driver_sql(sql, params).scalars())
 
 
-def estimate(conn: Connection, owner: str, found: Filters) -> int | None:
+def estimate(conn: Connection, owner: str, only: Filters) -> int | None:
     """About how many of the owner's memories pass, at most (MySQL/MariaDB: the optimizer's
     estimate of the index range the filter reads first, from a few index dives, within 2x of
     the count at 100k memories); None on SQLite, which has no such estimate.
@@ -433,17 +433,17 @@ def estimate(conn: Connection, owner: str, found: Filters) -> int | None:
     """
     if is_sqlite(conn):
         return None
-    sql, params = _passing(conn, owner, found)
+    sql, params = _passing(conn, owner, only)
     rows = conn.exec_driver_sql(f"EXPLAIN {sql}", params).mappings().all()
     return int(rows[0]["rows"] or 0) if rows else None
 
 
-def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[Any, ...]]:
+def _passing(conn: Connection, owner: str, only: Filters) -> tuple[str, tuple[Any, ...]]:
     """The ids of the owner's memories that pass the filters, through the index that leads,
     as driver SQL and its values; a tag filter reads `memory` only when a time or source
     condition needs it."""
     mark = placeholder(conn)
-    forms = tag_forms(conn, owner, found)
+    forms = tag_forms(conn, owner, only)
     params: list[Any] = []
     # MySQL/MariaDB: several tags as the rarest tag's rows joined to each other tag's row of
     # the same memory (its primary key): half the time of grouping both tags' rows in a
@@ -468,7 +468,7 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
                     params += each
         else:
             every = [form for each in forms for form in each]
-        if found.updated_after is None and found.source is not None and not is_sqlite(conn):
+        if only.updated_after is None and only.source is not None and not is_sqlite(conn):
             # MySQL/MariaDB: a source is checked in memory's (user_id, source, created_at, id)
             # index, which holds all it needs, not in the memory's row: CONCAT keeps the primary
             # key out of the join (MariaDB prefers it): about half the time, side by side, for
@@ -477,7 +477,7 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
                 " JOIN memory m ON m.user_id = t.user_id AND m.created_at = t.created_at "
                 "AND CONCAT(m.id) = t.memory_id"
             )
-        elif found.updated_after is not None or found.source is not None:
+        elif only.updated_after is not None or only.source is not None:
             sql += " JOIN memory m ON m.user_id = t.user_id AND m.id = t.memory_id"
         conds = [f"t.user_id = {mark}", f"t.tag IN ({_marks(mark, len(every))})"]
         params += [owner, *every]
@@ -486,7 +486,7 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
         when = "m.created_at"
         sql = "SELECT m.id FROM memory m"
         conds = [f"m.user_id = {mark}"]
-    more, values = conditions(conn, found, when)
+    more, values = conditions(conn, only, when)
     conds += more
     params += values
     sql += f" WHERE {' AND '.join(conds)}"
@@ -494,8 +494,8 @@ def _passing(conn: Connection, owner: str, found: Filters) -> tuple[str, tuple[A
         # In the order of the index that leads: else MariaDB reads the owner's rows by primary
         # key for a broad time range (ids follow creation time, so counting the last year's
         # first 2,001 read the year before it first, many times slower at 100k memories).
-        only_updated = found.updated_after is not None and found.source is None
-        only_updated &= found.created_after is None and found.created_before is None
+        only_updated = only.updated_after is not None and only.source is None
+        only_updated &= only.created_after is None and only.created_before is None
         sql += f" ORDER BY m.{'updated_at' if only_updated else 'created_at'} DESC"
     if len(forms) > 1 and not joins_tags:
         # Several tags: every row of each, grouped by memory, rather than each row of one tag
