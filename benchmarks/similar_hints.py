@@ -188,8 +188,8 @@ def relative_scores(
             who = Principal(f"pair-{n}", None, ("mcp:read", "mcp:write"), "bench", "key_x")
             for text in fillers(60, seed=n):
                 memories.save(db, who, bodies.new_memory({"content": text}), hints=False)
-            old, _ = memories.save(db, who, bodies.new_memory({"content": kept}), hints=False)
-            made, _ = memories.save(db, who, bodies.new_memory({"content": new}), hints=False)
+            old = memories.save(db, who, bodies.new_memory({"content": kept}), hints=False).memory
+            made = memories.save(db, who, bodies.new_memory({"content": new}), hints=False).memory
             with db.reading() as conn:
                 ranked = dict(similar.ranked(conn, who.user_id, new, similar.CANDIDATES))
             top = ranked.get(made["id"]) or max(ranked.values(), default=0.0)

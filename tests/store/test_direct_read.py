@@ -43,7 +43,7 @@ def test_the_key_lookup_reads_through_the_driver_with_sqlalchemys_answer(mariadb
         raw = direct_read.fetch_one(conn, _key_statement(), {"prefix": prefix})
         through_sqlalchemy = dict(conn.execute(_key_statement(), {"prefix": prefix}).one()._mapping)
         missing = direct_read.fetch_one(conn, _key_statement(), {"prefix": "no-such-key"})
-        found = api_keys.find_key_and_switches(conn, secret)
+        found = api_keys.find_key_and_settings(conn, secret)
     dispose_engines(engine, auth)
     assert raw == through_sqlalchemy
     assert raw["user_id"] == "alice" and bool(raw["review_required"]) is True

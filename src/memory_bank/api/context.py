@@ -25,9 +25,9 @@ def current_principal() -> Principal:
     return current_caller().principal
 
 
-def current_switches() -> UserSettings:
-    """The caller's own switches, read with the key (operations marked x-user-switches)."""
-    found = current_caller().switches
+def current_user_settings() -> UserSettings:
+    """The caller's own settings, read with the key (operations marked x-user-switches)."""
+    found = current_caller().user_settings
     if found is None:
         raise RuntimeError("this operation is not marked x-user-switches in the spec")
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_bank import state as app_state
-from memory_bank.api.context import current_header, current_principal, current_switches
+from memory_bank.api.context import current_header, current_principal, current_user_settings
 from memory_bank.api.respond import Reply, empty_reply, json_reply
 from memory_bank.domain import edits, filters, memories, search, writes
 from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
@@ -14,14 +14,14 @@ from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
 def postMemory(body: dict[str, Any]) -> Reply:
     """Save a memory for the caller, or a draft for review when review applies to them."""
     state = app_state.current()
-    done = writes.save(state.db, state.settings, current_principal(), current_switches(), body)
+    done = writes.save(state.db, state.settings, current_principal(), current_user_settings(), body)
     if done.draft is not None:
         location = f"/v1/memory/drafts/{done.draft['draft']['id']}"
         return json_reply(done.draft, 202, {"Location": location})
     assert done.memory is not None
     _wake(state)
     etag = edits.etag(done.memory["revision"])
-    if done.similar is None:  # dedupe "skip" found this exact memory already kept
+    if not done.written:  # dedupe "skip" found this exact memory already kept
         return json_reply({"memory": done.memory, "similar": []}, 200, {"ETag": etag})
     return json_reply(
         {"memory": done.memory, "similar": done.similar},
@@ -80,8 +80,8 @@ def getMemoryById(id: str) -> Reply:
 def patchMemoryById(id: str, body: dict[str, Any]) -> Reply:
     """Edit one of the caller's memories (merge-patch), or propose the edit for review."""
     state = app_state.current()
-    principal, mine = current_principal(), current_switches()
-    done = writes.edit(state.db, state.settings, principal, mine, id, body, _if_match())
+    principal, user_settings = current_principal(), current_user_settings()
+    done = writes.edit(state.db, state.settings, principal, user_settings, id, body, _if_match())
     if done.draft is not None:
         location = f"/v1/memory/drafts/{done.draft['draft']['id']}"
         return json_reply(done.draft, 202, {"Location": location})

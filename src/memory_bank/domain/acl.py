@@ -76,9 +76,9 @@ def check_change(principal: Principal, owner: str, created_by: str | None) -> No
     """403 insufficient_scope unless the principal may change this readable memory."""
     if may_change(principal, owner, created_by):
         return
-    mine = created_by == principal.user_id
+    own = created_by == principal.user_id
     # Its creator lacks org:write; anyone else needs org:admin.
-    raise InsufficientScope(ORG_WRITE if mine and not principal.has(ORG_WRITE) else ORG_ADMIN)
+    raise InsufficientScope(ORG_WRITE if own and not principal.has(ORG_WRITE) else ORG_ADMIN)
 
 
 def may_repeat_delete(principal: Principal, owner: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,16 +29,25 @@ NOT_FOUND = "No memory with this id."
 TOMBSTONE_KEPT = timedelta(hours=24)
 
 
+@dataclass(frozen=True)
+class Saved:
+    """What a save answers: the memory, the similar ones already kept (hints), and whether
+    it was created (False: dedupe "skip" found this exact memory already kept)."""
+
+    memory: dict[str, Any]
+    similar: list[dict[str, Any]]
+    created: bool
+
+
 def save(
     db: Database,
     principal: Principal,
     new: NewMemory,
     max_memories: int = 0,
     hints: bool = True,
-) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+) -> Saved:
     """Save a memory for the principal, or its org (scope "org", when allowed); the source
-    comes from the credential. Returns the memory and the similar ones already kept (hints
-    on), or, with dedupe "skip" and an exact duplicate kept, that one and None."""
+    comes from the credential. With dedupe "skip" and an exact duplicate kept, that one."""
     content, tags, contexts = new.content, new.tags, new.contexts
     owner = owner_of(principal, new.scope)
     skip_duplicate = new.dedupe == "skip"
@@ -62,13 +72,13 @@ def save(
 
     row, created = db.writing(work, batched=True)
     if not created:
-        return shape(row), None
+        return Saved(shape(row), [], created=False)
     # Read after the commit, outside the write: the hint never holds a write lock.
     alike = _hints_after_commit(db, owner.user_id, row.id, content) if hints else []
     if not acl.may_read(principal):
         # A key that may only write learns nothing of what else is kept: ids and scores.
         alike = [{"id": hint["id"], "score": hint["score"]} for hint in alike]
-    return shape(row), alike
+    return Saved(shape(row), alike, created=True)
 
 
 def _hints_after_commit(

@@ -17,8 +17,8 @@ from memory_bank.errors import DraftNotFound, MemoryNotFound
 from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
-from memory_bank.store import drafts as store
-from memory_bank.store import memories as memory_store
+from memory_bank.store import drafts
+from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.owners import Owner
 from memory_bank.store.user_settings import UserSettings
@@ -29,7 +29,7 @@ EDIT_FOR_REVIEW = "Edit saved for review: a person must confirm it before the me
 
 
 def needs_review(
-    settings: Settings, principal: Principal, mine: UserSettings, scope: object = None
+    settings: Settings, principal: Principal, user_settings: UserSettings, scope: object = None
 ) -> bool:
     """Whether this principal's save must wait for a person (reviewers never wait). A save to
     the org follows the server's setting; the user's own opt-in covers their own memories."""
@@ -37,7 +37,7 @@ def needs_review(
         return False
     if scope == "org":
         return settings.review_required
-    return settings.review_required or mine.review_required
+    return settings.review_required or user_settings.review_required
 
 
 def submit(
@@ -49,11 +49,11 @@ def submit(
     now = utcnow()
     expires = now + timedelta(hours=settings.draft_ttl_hours)
 
-    def work(conn: Connection) -> store.DraftRow:
-        store.purge_expired(conn, owner.user_id, now)
+    def work(conn: Connection) -> drafts.DraftRow:
+        drafts.purge_expired(conn, owner.user_id, now)
         # The quota counts waiting drafts too: confirming one then keeps the total unchanged.
         check_quota(conn, owner.user_id, settings.max_memories_per_user)
-        row = store.insert_draft(
+        row = drafts.insert_draft(
             conn, owner, content, tags, contexts, _actor(principal), now, expires
         )
         org_log.record(conn, principal, owner.user_id, org_log.DRAFTED, draft_id=row.id)
@@ -67,8 +67,8 @@ def submit_edit(
     conn: Connection,
     settings: Settings,
     principal: Principal,
-    current: memory_store.MemoryRow,
-    edited: memory_store.MemoryRow,
+    current: store.MemoryRow,
+    edited: store.MemoryRow,
 ) -> dict[str, Any]:
     """Store an edit, in the caller's transaction, as a pending draft of the memory's next
     state (current, locked, becomes edited); returns the DraftEnvelope."""
@@ -76,14 +76,14 @@ def submit_edit(
     expires = now + timedelta(hours=settings.draft_ttl_hours)
     owner = Owner(current.user_id, principal.org_id, principal.source, principal.user_id)
     contexts = [
-        memory_store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], c["origin"])
+        store.NewContext(c["snippet"], c["conversation_id"], c["message_id"], c["origin"])
         for c in edited.contexts
     ]
-    store.purge_expired(conn, owner.user_id, now)
+    drafts.purge_expired(conn, owner.user_id, now)
     # An edit's draft holds a memory's worth of text until a person decides: it counts
     # against the quota like a save's draft (confirming it then frees its place).
     check_quota(conn, owner.user_id, settings.max_memories_per_user)
-    row = store.insert_draft(
+    row = drafts.insert_draft(
         conn,
         owner,
         edited.content,
@@ -121,10 +121,10 @@ def page(
     (expired drafts are not shown)."""
     before_id = cursor.decode(secret, principal.user_id, "drafts", after) if after else None
     now = utcnow()
-    rows: list[store.DraftRow] = []
+    rows: list[drafts.DraftRow] = []
     with db.reading() as conn:
         for owner in acl.draft_owners(principal):
-            found = store.list_drafts(conn, owner, now, limit + 1, before_id)
+            found = drafts.list_drafts(conn, owner, now, limit + 1, before_id)
             rows += [r for r in found if acl.may_see_draft(principal, owner, r.created_by)]
     rows.sort(key=lambda row: row.id, reverse=True)
     more = len(rows) > limit
@@ -150,7 +150,7 @@ def confirm(
     _check_id(draft_id)
     now = utcnow()
 
-    def work(conn: Connection) -> tuple[memory_store.MemoryRow, bool]:
+    def work(conn: Connection) -> tuple[store.MemoryRow, bool]:
         draft = _visible_draft(conn, principal, draft_id, now)
         if draft is None:
             raise DraftNotFound("No pending draft with this id.", field="id")
@@ -160,18 +160,18 @@ def confirm(
             # The memory will be its author's (created_by): changing its text is an edit of it.
             acl.check_change(principal, draft.user_id, draft.created_by)
         # The delete decides the race between two reviewers: only one removes the row.
-        if not store.delete_draft(conn, draft.user_id, draft_id):
+        if not drafts.delete_draft(conn, draft.user_id, draft_id):
             raise DraftNotFound("No pending draft with this id.", field="id")
         if draft.memory_id is not None:
             memory = _confirm_edit(conn, principal, draft, content, tags, now, keep_revisions)
             return memory, False
         contexts = draft.new_contexts()
         index = postings_of(content, tags, [c.snippet for c in contexts])
-        memory = memory_store.insert_memory(
+        memory = store.insert_memory(
             conn, draft.owner(), content, tags, contexts, index, created_at=now
         )
-        action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
-        store.audit(conn, draft.user_id, draft_id, action, _actor(principal), now, memory.id)
+        action = drafts.EDITED_CONFIRMED if edited else drafts.CONFIRMED
+        drafts.audit(conn, draft.user_id, draft_id, action, _actor(principal), now, memory.id)
         org_log.record(
             conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft_id
         )
@@ -184,17 +184,17 @@ def confirm(
 def _confirm_edit(
     conn: Connection,
     principal: Principal,
-    draft: store.DraftRow,
+    draft: drafts.DraftRow,
     content: str,
     tags: list[str],
     now: datetime,
     keep_revisions: int,
-) -> memory_store.MemoryRow:
+) -> store.MemoryRow:
     """Apply an edit's draft as the memory's next revision; 412 when the memory moved on
     (the draft then stays, for a person to reject), 404 when it is gone, 403 when the
     reviewer changed the text without the rights to edit the memory."""
     assert draft.memory_id is not None
-    current = memory_store.locked(conn, draft.user_id, draft.memory_id)
+    current = store.locked(conn, draft.user_id, draft.memory_id)
     if current is None:
         raise MemoryNotFound("The memory this edit changes no longer exists.", field="id")
     edited = content != draft.content or tags != draft.tags
@@ -204,11 +204,11 @@ def _confirm_edit(
     IfMatch.revision(draft.base_revision).check(current.revision)
     contexts = [{**c, "created_at": now} for c in draft.contexts]
     change = bodies.Change(content, tags, contexts)
-    action = store.EDITED_CONFIRMED if edited else store.CONFIRMED
+    action = drafts.EDITED_CONFIRMED if edited else drafts.CONFIRMED
     # The revision names who wrote its text: the draft's author, or the reviewer who changed it.
     source = principal.source if edited else draft.source
     memory = edits.apply(conn, principal, current, change, source, keep_revisions)
-    store.audit(conn, draft.user_id, draft.id, action, _actor(principal), now, memory.id)
+    drafts.audit(conn, draft.user_id, draft.id, action, _actor(principal), now, memory.id)
     org_log.record(conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft.id)
     return memory
 
@@ -222,9 +222,9 @@ def reject(db: Database, principal: Principal, draft_id: str) -> None:
         draft = _visible_draft(conn, principal, draft_id, now)
         if draft is None:
             raise DraftNotFound("No pending draft with this id.", field="id")
-        if not store.delete_draft(conn, draft.user_id, draft_id):
+        if not drafts.delete_draft(conn, draft.user_id, draft_id):
             raise DraftNotFound("No pending draft with this id.", field="id")
-        store.audit(conn, draft.user_id, draft_id, store.REJECTED, _actor(principal), now)
+        drafts.audit(conn, draft.user_id, draft_id, drafts.REJECTED, _actor(principal), now)
         org_log.record(conn, principal, draft.user_id, org_log.REJECTED, draft_id=draft_id)
 
     db.writing(work)
@@ -232,10 +232,10 @@ def reject(db: Database, principal: Principal, draft_id: str) -> None:
 
 def _visible_draft(
     conn: Connection, principal: Principal, draft_id: str, now: datetime
-) -> store.DraftRow | None:
+) -> drafts.DraftRow | None:
     """The live draft with this id that the principal may see (acl), or None."""
     for owner in acl.draft_owners(principal):
-        row = store.get_draft(conn, owner, draft_id, now)
+        row = drafts.get_draft(conn, owner, draft_id, now)
         if row is not None:
             return row if acl.may_see_draft(principal, owner, row.created_by) else None
     return None
@@ -245,26 +245,26 @@ def sweep(db: Database) -> int:
     """Purge every user's expired drafts (start-up and `memory-bank drafts purge`)."""
     now = utcnow()
     with db.reading() as conn:
-        users = store.users_with_expired(conn, now)
+        users = drafts.users_with_expired(conn, now)
     purged = 0
     for user_id in users:
         purged += db.writing(_purger(user_id, now))
     return purged
 
 
-def audit(db: Database, user_id: str, limit: int) -> list[store.AuditRow]:
+def audit(db: Database, user_id: str, limit: int) -> list[drafts.AuditRow]:
     """An owner's review decisions, newest first: who confirmed, edited, rejected or let
     expire which draft, and when (the operator's `memory-bank drafts audit`)."""
     with db.reading() as conn:
-        return store.audit_rows(conn, user_id, limit)
+        return drafts.audit_rows(conn, user_id, limit)
 
 
 def _purger(user_id: str, now: datetime) -> Callable[[Connection], int]:
     """A write transaction that purges one user's expired drafts."""
-    return lambda conn: store.purge_expired(conn, user_id, now)
+    return lambda conn: drafts.purge_expired(conn, user_id, now)
 
 
-def shape_draft(row: store.DraftRow) -> dict[str, Any]:
+def shape_draft(row: drafts.DraftRow) -> dict[str, Any]:
     """A draft as the API returns it."""
     created = iso(row.created_at)
     shaped: dict[str, Any] = {
@@ -293,6 +293,6 @@ def _check_id(draft_id: str) -> None:
         raise DraftNotFound("No pending draft with this id.", field="id")
 
 
-def _actor(principal: Principal) -> store.Actor:
+def _actor(principal: Principal) -> drafts.Actor:
     """The audit actor for a principal."""
-    return store.Actor(principal.key_id, principal.source)
+    return drafts.Actor(principal.key_id, principal.source)

@@ -14,8 +14,8 @@ from memory_bank.store.database import Database
 def settings_view(db: Database, settings: Settings, principal: Principal) -> dict[str, Any]:
     """The caller's review settings and what is in effect for them."""
     with db.reading() as conn:
-        mine = user_settings.get(conn, principal.user_id)
-    return _settings_body(settings, mine.review_required)
+        stored = user_settings.get(conn, principal.user_id)
+    return _settings_body(settings, stored.review_required)
 
 
 def change_settings(
@@ -29,11 +29,11 @@ def change_settings(
     return _settings_body(settings, changed.review_required)
 
 
-def _settings_body(settings: Settings, mine: bool) -> dict[str, Any]:
+def _settings_body(settings: Settings, review_required: bool) -> dict[str, Any]:
     """The UserSettings response."""
     return {
-        "review_required": mine,
+        "review_required": review_required,
         "server_review_required": settings.review_required,
-        "review_in_effect": mine or settings.review_required,
+        "review_in_effect": review_required or settings.review_required,
         "draft_ttl_hours": settings.draft_ttl_hours,
     }

@@ -3,7 +3,7 @@ memory written or a draft stored. Handlers make one call and shape the answer.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection
@@ -24,14 +24,15 @@ class Outcome:
     memory: dict[str, Any] | None = None
     # The DraftEnvelope when a person must confirm first.
     draft: dict[str, Any] | None = None
-    # A save's similar-memory hints; None when dedupe "skip" found the memory already kept.
-    similar: list[dict[str, Any]] | None = None
-    # Whether a memory was created (a save) or changed (an edit): embedding work was queued.
+    # A save's similar-memory hints.
+    similar: list[dict[str, Any]] = field(default_factory=list)
+    # Whether a memory was created (a save; False when dedupe "skip" found it already kept) or
+    # changed (an edit): embedding work was queued.
     written: bool = False
 
 
 def save(
-    db: Database, settings: Settings, principal: Principal, mine: UserSettings, body: Any
+    db: Database, settings: Settings, principal: Principal, user_settings: UserSettings, body: Any
 ) -> Outcome:
     """Save a memory for the principal (or its org), or store a draft when review applies."""
     new = bodies.new_memory(body)
@@ -39,19 +40,19 @@ def save(
         # Answering with the memory already kept reads it: a write-only key gets the 403
         # before anything is stored, a draft included (review would otherwise keep one).
         acl.check_read(principal)
-    if review.needs_review(settings, principal, mine, new.scope):
+    if review.needs_review(settings, principal, user_settings, new.scope):
         return Outcome(draft=review.submit(db, settings, principal, new))
-    memory, alike = memories.save(
+    saved = memories.save(
         db, principal, new, settings.max_memories_per_user, settings.similar_hints
     )
-    return Outcome(memory=memory, similar=alike, written=alike is not None)
+    return Outcome(memory=saved.memory, similar=saved.similar, written=saved.created)
 
 
 def edit(
     db: Database,
     settings: Settings,
     principal: Principal,
-    mine: UserSettings,
+    user_settings: UserSettings,
     memory_id: str,
     body: Any,
     if_match: IfMatch | None,
@@ -62,7 +63,7 @@ def edit(
 
     def work(conn: Connection) -> Outcome:
         current = edits.changeable(conn, principal, memory_id, if_match)
-        if review.needs_review(settings, principal, mine, acl.scope_of(current.user_id)):
+        if review.needs_review(settings, principal, user_settings, acl.scope_of(current.user_id)):
             proposed = edits.changed_row(current, change)
             if proposed is None:  # an edit that changes nothing: no draft
                 return Outcome(memory=memories.shape(current))

@@ -27,10 +27,10 @@ OPERATION_HEADER = b"x-memory-bank-operation"
 
 @dataclass(frozen=True)
 class Caller:
-    """An authenticated request's caller: the principal, and their switches when read."""
+    """An authenticated request's caller: the principal, and their user settings when read."""
 
     principal: auth.Principal
-    switches: UserSettings | None
+    user_settings: UserSettings | None
 
 
 def identify(
@@ -44,24 +44,24 @@ def identify(
 
     admit, when given, sees the principal as soon as it is known (the rate limit's turn).
     """
-    # One statement for the key and, where the operation needs them, the user's switches:
+    # One statement for the key and, where the operation needs them, the user's settings:
     # each round trip counts on MySQL/MariaDB, and this runs on every request.
     with reading(engine) as conn:
         if requirement.switches:
-            found = api_keys.find_key_and_switches(conn, token)
-            record, mine = found if found is not None else (None, None)
+            found = api_keys.find_key_and_settings(conn, token)
+            record, user_settings = found if found is not None else (None, None)
         else:
-            record, mine = api_keys.find_key(conn, token), None
+            record, user_settings = api_keys.find_key(conn, token), None
     principal = auth.principal_of(record)
     if admit is not None:
         admit(principal)
-    if mine is not None:
+    if user_settings is not None:
         # Before the scopes, so a switched-off user learns that whatever the key may do.
-        switches.check(settings, mine)
+        switches.check(settings, user_settings)
     # Connexion 3.3 ignores scopes on http/bearer schemes, so they are enforced here, from
     # the same security requirements the spec lists for each operation.
     auth.require(principal, requirement.scopes)
-    return Caller(principal, mine)
+    return Caller(principal, user_settings)
 
 
 def admitted(

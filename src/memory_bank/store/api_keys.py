@@ -134,7 +134,7 @@ def find_key(conn: Connection, secret: str) -> KeyRecord | None:
     return None if found is None else _record(found)
 
 
-def find_key_and_switches(conn: Connection, secret: str) -> tuple[KeyRecord, UserSettings] | None:
+def find_key_and_settings(conn: Connection, secret: str) -> tuple[KeyRecord, UserSettings] | None:
     """find_key() and the key's user's switches, read in one statement (one round trip)."""
     found = _lookup(conn, secret, _FIND_WITH_SWITCHES)
     if found is None:

@@ -176,10 +176,10 @@ def delete_draft(conn: Connection, user_id: str, draft_id: str) -> bool:
     Decided by a locking read, not by the DELETE's row count (Spider reports 0 for every
     DELETE): of two reviewers, the second waits for the first's commit, then finds no row.
     """
-    mine = (memory_draft.c.user_id == user_id, memory_draft.c.id == draft_id)
-    if conn.execute(select(memory_draft.c.id).where(*mine).with_for_update()).first() is None:
+    this_draft = (memory_draft.c.user_id == user_id, memory_draft.c.id == draft_id)
+    if conn.execute(select(memory_draft.c.id).where(*this_draft).with_for_update()).first() is None:
         return False
-    conn.execute(delete(memory_draft).where(*mine))
+    conn.execute(delete(memory_draft).where(*this_draft))
     return True
 
 

@@ -27,7 +27,7 @@ from sqlalchemy import (
 
 from memory_bank.ids import new_id, utcnow
 from memory_bank.store import batch, filters, postings, revisions, tombstones, vectors
-from memory_bank.store import tags as tag_index
+from memory_bank.store import tags as memory_tags
 from memory_bank.store.engine import is_sqlite
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_context
@@ -121,14 +121,14 @@ def insert_memory(
         for pos, ctx in enumerate(shown)
     ]
     index = seal.postings(index)
-    tag_rows = tag_index.tag_rows(seal, owner.user_id, mid, now, tags)
+    tag_rows = memory_tags.tag_rows(seal, owner.user_id, mid, now, tags)
     # One list, one send: on MySQL/MariaDB's save pool the memory, its contexts, postings,
     # statistics, tags, outbox row and the COMMIT travel in one round trip (store/batch.py).
     statements = [
         *batch.inserts(memory, [row]),
         *batch.inserts(memory_context, rows),
         *postings.add_statements(conn.dialect.name, owner.user_id, mid, index),
-        *tag_index.add_statements(tag_rows),
+        *memory_tags.add_statements(tag_rows),
     ]
     if vectors.queueing(conn):
         # The outbox row commits with the memory: the worker embeds it later (store/vectors.py).
@@ -340,7 +340,7 @@ def update_memory(
             conn,
             postings.add_statements(conn.dialect.name, row.user_id, row.id, seal.postings(index)),
         )
-        tag_index.replace(conn, seal, row.user_id, row.id, row.created_at, row.tags)
+        memory_tags.replace(conn, seal, row.user_id, row.id, row.created_at, row.tags)
 
 
 def author(conn: Connection, user_id: str, memory_id: str) -> tuple[bool, str | None, int]:
@@ -362,7 +362,7 @@ def delete_memory(
     if not _lock(conn, user_id, memory_id):
         return False
     postings.remove(conn, user_id, memory_id)
-    tag_index.remove(conn, user_id, [memory_id])
+    memory_tags.remove(conn, user_id, [memory_id])
     revisions.delete_revisions(conn, user_id, memory_id)
     # Its vector and queued jobs go in the same transaction (whether or not search uses them now).
     vectors.remove(conn, user_id, memory_id)

@@ -71,11 +71,11 @@ def erase_rows(conn: Connection, user_id: str) -> dict[str, int]:
     done: dict[str, int] = {}
     for name in owner_tables():
         table = metadata.tables[name]
-        mine = table.c.user_id == user_id
-        held = select(func.count()).select_from(table).where(mine).with_for_update()
+        owned = table.c.user_id == user_id
+        held = select(func.count()).select_from(table).where(owned).with_for_update()
         done[name] = int(conn.execute(held).scalar() or 0)
         if done[name]:
-            conn.execute(delete(table).where(mine))
+            conn.execute(delete(table).where(owned))
     return done
 
 

@@ -293,10 +293,10 @@ def remove(conn: Connection, user_id: str, memory_id: str) -> None:
         )
     )
     # Whether it had a vector is read, not taken from the DELETE's row count (0 on Spider).
-    mine = (memory_vector.c.user_id == user_id, memory_vector.c.memory_id == memory_id)
-    had = conn.execute(select(memory_vector.c.memory_id).where(*mine)).first() is not None
+    this_vector = (memory_vector.c.user_id == user_id, memory_vector.c.memory_id == memory_id)
+    had = conn.execute(select(memory_vector.c.memory_id).where(*this_vector)).first() is not None
     if had:
-        conn.execute(delete(memory_vector).where(*mine))
+        conn.execute(delete(memory_vector).where(*this_vector))
         bump(conn, user_id)
 
 
