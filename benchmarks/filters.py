@@ -305,8 +305,8 @@ def measure(
     engine, now = load(url, users, bodies)
     env: dict[str, str] = {}
     if hybrid:
-        from memory_bank.search.embeddings import DEFAULT_LOCAL
-        from memory_bank.search.local_model import load as load_model
+        from memory_bank.models.embeddings import DEFAULT_LOCAL
+        from memory_bank.models.local_model import load as load_model
 
         model = load_model(DEFAULT_LOCAL).model
         add_vectors(engine, model, 768)

@@ -171,10 +171,10 @@ def score(questions: Sequence[Question], rank: Callable[[Question, int], list[st
 def build(data: Path, model: str, plain: bool = False, tune_only: bool = False) -> list[Question]:
     """Save every set in-process and compute every question's candidates once (plain: LoCoMo
     under the plain protocol; tune_only: the tuning split's conversations and questions only)."""
+    from memory_bank.models.embeddings import embed_text
+    from memory_bank.models.local_model import load as load_model
     from memory_bank.search import fusion, index
     from memory_bank.search.document import postings_of
-    from memory_bank.search.embeddings import embed_text
-    from memory_bank.search.local_model import load as load_model
     from memory_bank.store import memories as store
     from memory_bank.store.engine import make_engine, reading, writing
     from memory_bank.store.migrate import migrate
@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         "--model", default="", help="local model (default: what MEMORY_BANK_EMBEDDINGS=local runs)"
     )
     args = parser.parse_args(argv)
-    from memory_bank.search.embeddings import DEFAULT_LOCAL
+    from memory_bank.models.embeddings import DEFAULT_LOCAL
 
     model = args.model or DEFAULT_LOCAL
     import pickle

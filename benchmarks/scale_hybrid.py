@@ -38,9 +38,9 @@ import common
 import locomo
 import scale
 from memory_bank.ids import utcnow
-from memory_bank.search.embeddings import DEFAULT_LOCAL, embed_text
-from memory_bank.search.local_model import LocalProvider
-from memory_bank.search.local_model import load as load_model
+from memory_bank.models.embeddings import DEFAULT_LOCAL, embed_text
+from memory_bank.models.local_model import LocalProvider
+from memory_bank.models.local_model import load as load_model
 from memory_bank.store import documents, vectors
 from memory_bank.store.schema import memory, memory_vector
 from request_floor import BODY

@@ -16,7 +16,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from memory_bank.search.local_model import load
+from memory_bank.models.local_model import load
 
 
 def main() -> None:

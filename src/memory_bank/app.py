@@ -36,7 +36,7 @@ from memory_bank.http.paths import CanonicalPathMiddleware, route_table
 from memory_bank.http.urls import allowed_hosts
 from memory_bank.http.validation import CompiledJSONBodyValidator, NamingParameterValidator
 from memory_bank.mcp.endpoint import McpMiddleware
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 from memory_bank.spec import load_spec, requirements
 from memory_bank.state import AppState, state_of

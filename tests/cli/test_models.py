@@ -17,9 +17,9 @@ import pytest
 from memory_bank.app import EmbeddingsMisconfigured, state_of
 from memory_bank.cli import main
 from memory_bank.domain import vector_jobs
-from memory_bank.search import local_model
-from memory_bank.search.digest import sha256_file
-from memory_bank.search.reference import ReferenceMismatch
+from memory_bank.models import local_model
+from memory_bank.models.digest import sha256_file
+from memory_bank.models.reference import ReferenceMismatch
 from package_index import Index, serving, wheel
 
 # Loads the local model (the tier `make test-fast` leaves out).

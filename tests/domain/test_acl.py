@@ -21,7 +21,7 @@ from memory_bank.auth import Principal
 from memory_bank.domain import acl, vector_jobs
 from memory_bank.errors import InsufficientScope, OrgScopeForbidden
 from memory_bank.ids import new_id
-from memory_bank.search import mpnet
+from memory_bank.models import mpnet
 from memory_bank.store import api_keys
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine, writing

@@ -25,7 +25,7 @@ import pytest
 import sqlalchemy as sa
 
 from memory_bank.domain import vector_jobs
-from memory_bank.search import remote
+from memory_bank.models import remote
 from memory_bank.settings import Secret
 from memory_bank.store.engine import make_engine
 from memory_bank.store.schema import embedding_job, memory, memory_vector, owner_key

@@ -191,7 +191,7 @@ def test_search_capabilities_passes_the_model_to_the_ranking():
 
 def _small_model() -> Any:
     """The small local model semantic search's tests use (all-MiniLM-L6-v2)."""
-    from memory_bank.search import local_model
+    from memory_bank.models import local_model
 
     return local_model.load("all-MiniLM-L6-v2")
 

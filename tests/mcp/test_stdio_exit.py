@@ -132,7 +132,7 @@ def test_stdio_exits_0_when_the_host_closes_stdin_after_a_hybrid_search(tmp_path
 def test_a_released_model_refuses_to_embed_and_a_later_load_gets_a_new_one() -> None:
     import numpy as np
 
-    from memory_bank.search import local_model
+    from memory_bank.models import local_model
 
     model = local_model.load("all-MiniLM-L6-v2")
     before = model.embed(["Leo has football practice every Saturday"])

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from reliability_figures import Figures
 
 from memory_bank.ids import new_id
 from memory_bank.spec import load_spec
 from memory_bank.store.schema import metadata
 from memory_bank.store.sealing.crypto import encode_master_key, new_master_key
+from reliability_figures import Figures
 
 IGNORED_HEADERS = {"date", "x-request-id"}
 SMUGGLED = {

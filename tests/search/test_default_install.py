@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from live_server import LiveServer, start_server, stop_server
-from memory_bank.search import download, mpnet, wheels
+from memory_bank.models import download, mpnet, wheels
 from memory_bank.settings import Settings
 from package_index import serving
 from polling import wait_for

@@ -425,8 +425,8 @@ def test_serve_with_a_bad_embeddings_setting_exits_with_a_message(database_url):
 
 
 def test_the_openai_provider_against_a_real_server(embedding_server, caplog):
-    from memory_bank.search.local_model import load
-    from memory_bank.search.remote import ProviderError, RemoteProvider
+    from memory_bank.models.local_model import load
+    from memory_bank.models.remote import ProviderError, RemoteProvider
 
     key = "sk-test-" + "s3cr3t" * 4
     base = embedding_server("other-minilm", "--key", key, "--fail", "2")

@@ -294,8 +294,8 @@ def test_vectors_are_sealed_at_rest_and_semantic_search_still_works(
 
     from memory_bank.app import state_of
     from memory_bank.domain import vector_jobs
-    from memory_bank.search.embeddings import DEFAULT_LOCAL, embed_text
-    from memory_bank.search.local_model import load
+    from memory_bank.models.embeddings import DEFAULT_LOCAL, embed_text
+    from memory_bank.models.local_model import load
 
     master = {"master_key": new_key()} if sealed else {}
     service = make_service(embeddings="local", embeddings_worker=False, **master)

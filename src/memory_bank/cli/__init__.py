@@ -22,7 +22,7 @@ from memory_bank.cli import (
     users,
 )
 from memory_bank.cli.common import EXIT_MASTER_KEY, EXIT_USAGE, CliError
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models.errors import EmbeddingsMisconfigured
 from memory_bank.settings import PREFIX, Settings, documented
 from memory_bank.store.sealing.crypto import KeyProblem
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from memory_bank.cli.common import CliError
-from memory_bank.search import local_model, reference
-from memory_bank.search.embeddings import DEFAULT_LOCAL, parse
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models import local_model, reference
+from memory_bank.models.embeddings import DEFAULT_LOCAL, parse
+from memory_bank.models.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 
 

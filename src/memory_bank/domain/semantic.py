@@ -3,7 +3,7 @@ owner's vectors as a cached matrix. One per process (AppState.semantic); None wh
 
 A local model whose files are here loads (and passes its reference check) at start, so a bad
 one refuses to start. One that must be downloaded or built first is prepared in a background
-thread (search/preparing.py) while the app serves: until it is ready, searches answer
+thread (models/preparing.py) while the app serves: until it is ready, searches answer
 lexically and the outbox worker waits; a model that fails is logged, shown in /readyz, and
 never used.
 """
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
-from memory_bank.search.embeddings import Provider, make_provider, parse
+from memory_bank.models.embeddings import Provider, make_provider, parse
 from memory_bank.settings import Settings
 from memory_bank.store import vectors
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from memory_bank.models.preparing import Preparation
     from memory_bank.search.dense import Matrix
-    from memory_bank.search.preparing import Preparation
 
 log = logging.getLogger("memory_bank.embeddings")
 
@@ -186,8 +186,8 @@ def from_settings(settings: Settings) -> Semantic | None:
     first is prepared in the background, once per process."""
     choice = parse(settings.embeddings)
     if choice.kind == "local":
-        from memory_bank.search import local_model
-        from memory_bank.search.preparing import prepare_in_background
+        from memory_bank.models import local_model
+        from memory_bank.models.preparing import prepare_in_background
 
         chosen = local_model.plan(choice.target, settings)
         files = chosen.present()

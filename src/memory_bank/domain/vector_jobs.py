@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from memory_bank.domain.semantic import Semantic
-from memory_bank.search.embeddings import embed_text
+from memory_bank.models.embeddings import embed_text
 from memory_bank.store import documents, vectors
 from memory_bank.store.database import Database
 from memory_bank.store.sealing import data_keys

@@ -857,7 +857,7 @@ def rank(
 
 
 class Embedder(Protocol):
-    """An embedding model (search/embeddings.Provider is one): unit-length rows per text."""
+    """An embedding model (models/embeddings.Provider is one): unit-length rows per text."""
 
     model: str
 

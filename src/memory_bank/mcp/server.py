@@ -126,7 +126,7 @@ def semantic_embedder(semantic: Any, manifest: Manifest) -> Embedders:
 
 def _prepare(manifest: Manifest, provider: ranking.Embedder) -> None:
     """Embed the capabilities' texts; a failure leaves search_capabilities lexical."""
-    from memory_bank.search.local_model import ModelClosed  # numpy only with embeddings on
+    from memory_bank.models.local_model import ModelClosed  # numpy only with embeddings on
 
     try:
         ranking.prepare(manifest, provider)

@@ -22,8 +22,8 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 from memory_bank import __version__
-from memory_bank.search import download
-from memory_bank.search.digest import sha256_file
+from memory_bank.models import download
+from memory_bank.models.digest import sha256_file
 
 
 @dataclass(frozen=True)

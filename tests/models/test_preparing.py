@@ -13,8 +13,8 @@ import pytest
 
 from memory_bank.domain import vector_jobs
 from memory_bank.domain.semantic import Semantic
-from memory_bank.search import local_model, preparing
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models import local_model, preparing
+from memory_bank.models.errors import EmbeddingsMisconfigured
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_bank.search import local_model, mpnet
-from memory_bank.search.digest import sha256_file
-from memory_bank.search.embeddings import DEFAULT_LOCAL
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models import local_model, mpnet
+from memory_bank.models.digest import sha256_file
+from memory_bank.models.embeddings import DEFAULT_LOCAL
+from memory_bank.models.errors import EmbeddingsMisconfigured
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "mpnet_reference.json").read_text())
 

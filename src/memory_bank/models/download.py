@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from memory_bank import __version__
-from memory_bank.search.digest import sha256_file
+from memory_bank.models.digest import sha256_file
 
 log = logging.getLogger("memory_bank.models")
 

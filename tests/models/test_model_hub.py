@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_bank.search import local_model
-from memory_bank.search.embeddings import make_provider
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models import local_model
+from memory_bank.models.embeddings import make_provider
+from memory_bank.models.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 from serving_thread import serve_in_thread
 

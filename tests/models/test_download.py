@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_bank.search import download
+from memory_bank.models import download
 from package_index import Index, serving
 from serving_thread import serve_in_thread
 

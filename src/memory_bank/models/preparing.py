@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from memory_bank.search import local_model
+from memory_bank.models import local_model
 
 if TYPE_CHECKING:
     import numpy as np

