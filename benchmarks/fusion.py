@@ -175,7 +175,7 @@ def build(data: Path, model: str, plain: bool = False, tune_only: bool = False) 
     from memory_bank.models.local_model import load as load_model
     from memory_bank.search import fusion, index
     from memory_bank.search.document import postings_of
-    from memory_bank.store import memories as store
+    from memory_bank.store import memory_writes
     from memory_bank.store.engine import make_engine, reading, writing
     from memory_bank.store.migrate import migrate
     from memory_bank.store.owners import Owner
@@ -203,13 +203,15 @@ def build(data: Path, model: str, plain: bool = False, tune_only: bool = False) 
                 user = USERS[which]
                 owner = Owner(user, None, "benchmark")
                 for k, content in enumerate(distractors):
-                    row = store.insert_memory(
+                    row = memory_writes.insert_memory(
                         conn, owner, content, [], [], postings_of(content, [])
                     )
                     label[row.id] = f"{which}-distractor-{k}"
                     texts.setdefault(user, {})[row.id] = content
                 for i, (memory, _) in enumerate(pairs):
-                    row = store.insert_memory(conn, owner, memory, [], [], postings_of(memory, []))
+                    row = memory_writes.insert_memory(
+                        conn, owner, memory, [], [], postings_of(memory, [])
+                    )
                     label[row.id] = f"{which}-pair-{i}"
                     texts[user][row.id] = memory
 

@@ -386,6 +386,7 @@ def insert_turns(conn: sa.Connection, convs: list[Conversation]) -> Iterator[Sav
     """Save every turn through the storage layer, each conversation as its own user."""
     from memory_bank.search.document import postings_of
     from memory_bank.store import memories as store
+    from memory_bank.store import memory_writes
     from memory_bank.store.owners import Owner
 
     for conv in convs:
@@ -397,7 +398,7 @@ def insert_turns(conn: sa.Connection, convs: list[Conversation]) -> Iterator[Sav
             ]
             content, tags = t.body["content"], t.body.get("tags", [])
             snippets = [c.snippet for c in ctxs]
-            row = store.insert_memory(
+            row = memory_writes.insert_memory(
                 conn, owner, content, tags, ctxs, postings_of(content, tags, snippets)
             )
             yield Saved(conv.sample_id, t, row.id, content, tags, snippets)

@@ -32,7 +32,7 @@ from memory_bank.settings import Settings
 from memory_bank.state import dispose
 from memory_bank.store import api_keys
 from memory_bank.store.engine import make_engine, writing
-from memory_bank.store.memories import insert_memory
+from memory_bank.store.memory_writes import insert_memory
 from memory_bank.store.migrate import init_shards, migrate
 from memory_bank.store.owners import Owner
 

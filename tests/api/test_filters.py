@@ -17,7 +17,7 @@ from memory_bank.mcp import manifest
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
 from memory_bank.search.document import postings_of
-from memory_bank.store import memories as store
+from memory_bank.store import memory_writes
 from memory_bank.store.owners import Owner
 
 MEMBER = ("mcp:read", "mcp:write", "org:write")
@@ -39,7 +39,7 @@ def plant(
     service seals); its id."""
     tags = tags or []
     row = service.db.writing(
-        lambda conn: store.insert_memory(
+        lambda conn: memory_writes.insert_memory(
             conn,
             Owner(user, None, source),
             content,

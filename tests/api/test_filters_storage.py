@@ -16,6 +16,7 @@ from memory_bank.domain import filters, tag_index
 from memory_bank.search import index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
+from memory_bank.store import memory_writes
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_tag, service_state
 from memory_bank.store.sealing import crypto
@@ -130,7 +131,7 @@ def _plant_many(service: Any, user: str, n: int) -> list[str]:
         for i in range(n):
             tags = ["rare"] if i % 100 == 0 else ["common"]
             text = f"memory {i} about the harbour"
-            row = store.insert_memory(
+            row = memory_writes.insert_memory(
                 conn, Owner(user, None, "bulk"), text, tags, [], postings_of(text, tags, [])
             )
             made.append(row.id)

@@ -19,7 +19,7 @@ from contract import assert_problem, row_counts
 from mcp import Client, StdioServerParameters
 from memory_bank.http import withhold
 from memory_bank.search.document import postings_of
-from memory_bank.store import memories as store
+from memory_bank.store import memory_writes
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import metadata
 
@@ -221,7 +221,7 @@ def test_a_tag_with_a_comma_is_refused_where_a_tag_is_set(make_service):
 def test_a_tag_stored_with_a_comma_lists_shows_and_is_renamed(service):
     reader = service.auth()
     row = service.db.writing(
-        lambda conn: store.insert_memory(
+        lambda conn: memory_writes.insert_memory(
             conn,
             Owner("alice", None, "test-suite"),
             "kept before the rule",

@@ -22,7 +22,7 @@ from memory_bank.app import EmbeddingsMisconfigured, create_app, state_of
 from memory_bank.cli import main as cli_main
 from memory_bank.domain import transfer, vector_jobs
 from memory_bank.store import memories as memory_store
-from memory_bank.store import vectors
+from memory_bank.store import memory_writes, vectors
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.schema import embedding_job, memory_vector
 from polling import poll, wait_for
@@ -171,7 +171,7 @@ def test_delete_removes_the_vector_in_the_same_transaction(semantic):
         pass
 
     def delete_then_fail(conn: sa.Connection) -> None:
-        assert memory_store.delete_memory(conn, "alice", leo)
+        assert memory_writes.delete_memory(conn, "alice", leo)
         assert vector_rows_in(conn, "alice") == set()  # gone inside the transaction
         raise Abort
 

@@ -11,7 +11,7 @@ from contract import row_counts
 from databases import wipe
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
-from memory_bank.store import batch
+from memory_bank.store import batch, memory_writes
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.engine import (
@@ -33,9 +33,9 @@ CONTEXTS = [
 
 
 def _insert(conn, owner, content, tags, contexts, **kwargs):
-    """store.insert_memory with the postings search makes of the memory."""
+    """memory_writes.insert_memory with the postings search makes of the memory."""
     index = postings_of(content, tags, [c.snippet for c in contexts])
-    return store.insert_memory(conn, owner, content, tags, contexts, index, **kwargs)
+    return memory_writes.insert_memory(conn, owner, content, tags, contexts, index, **kwargs)
 
 
 @pytest.fixture

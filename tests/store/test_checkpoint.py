@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 from memory_bank.app import create_app
 from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
-from memory_bank.store import checkpoint
+from memory_bank.store import checkpoint, memory_writes
 from memory_bank.store import memories as store
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import migrate
@@ -29,7 +29,9 @@ def _save_some(engine, n: int) -> None:
         entry = postings_of(f"memo {i}", [], [ctx[0].snippet])
         writing(
             engine,
-            lambda c, i=i, ctx=ctx, e=entry: store.insert_memory(c, OWNER, f"memo {i}", [], ctx, e),
+            lambda c, i=i, ctx=ctx, e=entry: memory_writes.insert_memory(
+                c, OWNER, f"memo {i}", [], ctx, e
+            ),
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from memory_bank.search.document import postings_of
-from memory_bank.store import batch, database, vectors
+from memory_bank.store import batch, database, memory_writes, vectors
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.engine import make_engine
@@ -19,7 +19,9 @@ OWNER = Owner("alice", None, "test")
 
 def _save(conn: sa.Connection, content: str) -> str:
     """Save one memory without contexts; its id."""
-    return store.insert_memory(conn, OWNER, content, [], [], postings_of(content, [], [])).id
+    return memory_writes.insert_memory(
+        conn, OWNER, content, [], [], postings_of(content, [], [])
+    ).id
 
 
 def test_two_databases_on_one_engine_keep_their_own_policy(database_url):

@@ -18,6 +18,7 @@ from memory_bank.search import index
 from memory_bank.search.document import postings_of
 from memory_bank.store import filters as store_filters
 from memory_bank.store import memories as store
+from memory_bank.store import memory_writes
 from memory_bank.store.engine import placeholder
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_tag
@@ -32,7 +33,7 @@ def _plant(service: Any, user: str, tagged: list[list[str]]) -> list[str]:
             text = f"memory {i} " + "harbour " * (1 + i % 5) + f"and ferry {i % 7}"
             if i in (0, 1, 2):
                 text += " under a lantern"
-            row = store.insert_memory(
+            row = memory_writes.insert_memory(
                 conn, Owner(user, None, "test"), text, tags, [], postings_of(text, tags, [])
             )
             made.append(row.id)
@@ -117,7 +118,7 @@ def test_score_order_answers_exactly_as_ranking_the_passing_or_gives_way(
         for i in range(120):
             text = " ".join(rng.choices(words, k=rng.randint(2, 9))) + f" note {i}"
             tags = [t for t in ("keep", "red") if rng.random() < 0.4]
-            row = store.insert_memory(
+            row = memory_writes.insert_memory(
                 conn,
                 Owner("alice", None, rng.choice(["ci", "cli"])),
                 text,
@@ -241,7 +242,7 @@ def _plant_at(service: Any, user: str, made: list[tuple[list[str], datetime, str
         ids = []
         for i, (tags, when, source) in enumerate(made):
             text = f"note {i}"
-            row = store.insert_memory(
+            row = memory_writes.insert_memory(
                 conn,
                 Owner(user, None, source),
                 text,
@@ -428,7 +429,7 @@ def test_a_tag_listing_walks_the_tag_after_the_tables_grew(fresh_mariadb):
         for i in range(n):
             tags = ["rare"] if i % 100 == 0 else ["common"]
             text = f"memory {i}"
-            row = store.insert_memory(
+            row = memory_writes.insert_memory(
                 conn, Owner("alice", None, "bulk"), text, tags, [], postings_of(text, tags, [])
             )
             made.append(row.id)

@@ -11,6 +11,7 @@ from contract import row_counts
 from memory_bank.search import index as search_index
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
+from memory_bank.store import memory_writes
 from memory_bank.store.engine import reading, writing
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory, memory_context
@@ -19,9 +20,9 @@ OWNER = Owner("alice", None, "test")
 
 
 def _insert(conn, owner, content, tags, contexts, **kwargs):
-    """store.insert_memory with the postings search makes of the memory."""
+    """memory_writes.insert_memory with the postings search makes of the memory."""
     index = postings_of(content, tags, [c.snippet for c in contexts])
-    return store.insert_memory(conn, owner, content, tags, contexts, index, **kwargs)
+    return memory_writes.insert_memory(conn, owner, content, tags, contexts, index, **kwargs)
 
 
 def _ctx(snippet, **kw):
@@ -76,8 +77,10 @@ def test_delete_removes_contexts_postings_and_stats(service):
     )
     other = Owner("bob", None, "test")
     writing(service.engine, lambda c: _insert(c, other, "bob's apples", [], [_ctx("y")]))
-    assert writing(service.engine, lambda c: store.delete_memory(c, "bob", row.id)) is False
-    assert writing(service.engine, lambda c: store.delete_memory(c, "alice", row.id)) is True
+    assert writing(service.engine, lambda c: memory_writes.delete_memory(c, "bob", row.id)) is False
+    assert (
+        writing(service.engine, lambda c: memory_writes.delete_memory(c, "alice", row.id)) is True
+    )
     counts = row_counts(service.engine)
     assert counts["memory"] == 1 and counts["memory_context"] == 1
     with reading(service.engine) as conn:
@@ -112,7 +115,7 @@ def test_a_delete_takes_every_child_row_along_without_foreign_keys(service):
             ]
 
     assert all(counts())
-    writing(service.engine, lambda c: store.delete_memory(c, "alice", row.id))
+    writing(service.engine, lambda c: memory_writes.delete_memory(c, "alice", row.id))
     assert counts() == [0] * len(tables)
     assert not [fk for t in metadata.sorted_tables for fk in t.foreign_keys]
     inspector = sa.inspect(service.engine)

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from live_server import LiveServer, start_server, stop_server
-from memory_bank.store import api_keys
+from memory_bank.store import api_keys, memory_writes
 from memory_bank.store.engine import make_engine, writing
 from polling import wait_for
 
@@ -574,14 +574,13 @@ def test_tag_and_date_filters_narrow_the_list_and_search(panel):
 
     from memory_bank.ids import utcnow
     from memory_bank.search.document import postings_of
-    from memory_bank.store import memories as memory_store
     from memory_bank.store.owners import Owner
 
     def plant(content: str, tags: list[str], days_ago: int) -> None:
         when = utcnow() - timedelta(days=days_ago)
         writing(
             panel.engine,
-            lambda c: memory_store.insert_memory(
+            lambda c: memory_writes.insert_memory(
                 c,
                 Owner(panel.user, None, "panel-test"),
                 content,

@@ -7,7 +7,7 @@ from typing import Any
 from memory_bank import state as app_state
 from memory_bank.api.context import current_header, current_principal, current_user_settings
 from memory_bank.api.respond import Reply, empty_reply, json_reply
-from memory_bank.domain import edits, filters, memories, search, writes
+from memory_bank.domain import edits, filters, listing, memories, search, writes
 from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
 
 
@@ -68,7 +68,7 @@ def getMemory(
     state = app_state.current()
     only = filters.parse(tag, created_after, created_before, updated_after, source)
     principal = current_principal()
-    return json_reply(memories.page(state.db, state.secret, principal, limit, cursor, scope, only))
+    return json_reply(listing.page(state.db, state.secret, principal, limit, cursor, scope, only))
 
 
 def getMemoryById(id: str) -> Reply:

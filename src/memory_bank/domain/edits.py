@@ -25,7 +25,7 @@ from memory_bank.errors import (
 from memory_bank.ids import iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
-from memory_bank.store import revisions, vectors
+from memory_bank.store import memory_writes, revisions, vectors
 from memory_bank.store.database import Database
 from memory_bank.store.revisions import RevisionRow, context_keys
 
@@ -64,7 +64,7 @@ def content_changed(conn: Connection, row: store.MemoryRow, contexts_changed: bo
     so no ranking ever uses a stale vector.
     """
     index = postings_of(row.content, row.tags, [c["snippet"] for c in row.contexts])
-    store.update_memory(conn, row, row.contexts if contexts_changed else None, index)
+    memory_writes.update_memory(conn, row, row.contexts if contexts_changed else None, index)
     vectors.content_changed(conn, row.user_id, row.id)
 
 

@@ -12,15 +12,14 @@ from typing import Any
 from sqlalchemy import Connection
 
 from memory_bank.auth import Principal
-from memory_bank.domain import acl, cursor, org_log, similar
+from memory_bank.domain import acl, org_log, similar
 from memory_bank.domain.bodies import NewMemory
-from memory_bank.errors import InvalidCursor, MemoryNotFound, QuotaExceeded
-from memory_bank.ids import id_time, is_id, iso, new_id, parse_iso, utcnow
+from memory_bank.errors import MemoryNotFound, QuotaExceeded
+from memory_bank.ids import is_id, iso, new_id, utcnow
 from memory_bank.search.document import postings_of
-from memory_bank.store import drafts, postings, shards, tombstones
+from memory_bank.store import drafts, memory_writes, postings, tombstones
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
-from memory_bank.store.filters import NONE, Filters
 from memory_bank.store.owners import Owner
 
 log = logging.getLogger("memory_bank.memories")
@@ -65,7 +64,7 @@ def save(
         org_log.record(conn, principal, owner.user_id, org_log.CREATED, memory_id=memory_id)
         # The insert is the transaction's last step, so its COMMIT may ride along with it.
         index = postings_of(content, tags, [c.snippet for c in contexts])
-        row = store.insert_memory(
+        row = memory_writes.insert_memory(
             conn, owner, content, tags, contexts, index, memory_id=memory_id, commit=True
         )
         return row, True
@@ -166,7 +165,7 @@ def remove(
                 acl.check_change(principal, owner, created_by)
                 if check_match is not None:
                     check_match(revision)
-                store.delete_memory(conn, owner, memory_id, now)
+                memory_writes.delete_memory(conn, owner, memory_id, now)
                 org_log.record(conn, principal, owner, org_log.DELETED, memory_id=memory_id)
                 return True
         # A retry of a delete that went through (the answer was lost, say) succeeds again:
@@ -192,55 +191,6 @@ def sweep_tombstones(db: Database) -> int:
 def _tombstone_purger(user_id: str, before: datetime) -> Callable[[Connection], int]:
     """A write transaction that forgets one user's old tombstones."""
     return lambda conn: tombstones.purge(conn, user_id, before)
-
-
-def page(
-    db: Database,
-    secret: bytes,
-    principal: Principal,
-    limit: int,
-    after: str | None,
-    scope: str = "all",
-    found: Filters = NONE,
-) -> dict[str, Any]:
-    """One page of the memories the principal reads (scope: user, org or all) that pass the
-    filters, newest first, with the next cursor; `unavailable` names the scopes left out
-    because their database backend is down (the caller's own is a 503 instead)."""
-    before = (
-        position(cursor.decode(secret, principal.user_id, "memories", after)) if after else None
-    )
-    rows: list[store.MemoryRow] = []
-    with db.reading() as conn:
-        wanted = acl.readable_owners(principal, scope)
-        owners, unavailable = shards.reachable(conn, bool(db.backends), principal.user_id, wanted)
-        for owner in owners:
-            rows += store.list_memories(conn, owner, limit + 1, before, found)
-    # Each owner's page is newest first by (created_at, id): they merge into one such page.
-    rows.sort(key=lambda row: (row.created_at, row.id), reverse=True)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    next_cursor = (
-        cursor.encode(secret, principal.user_id, "memories", mark(rows[-1])) if more else None
-    )
-    answer: dict[str, Any] = {"memories": [shape(r) for r in rows], "next_cursor": next_cursor}
-    if unavailable:
-        answer["unavailable"] = unavailable
-    return answer
-
-
-def mark(row: store.MemoryRow) -> str:
-    """Where a listing resumes after this memory: its creation time and id."""
-    return f"{iso(row.created_at)}|{row.id}"
-
-
-def position(marked: str) -> tuple[datetime, str]:
-    """The creation time and id a cursor's mark names. A mark of an id alone (cursors issued
-    before listings ordered by time) resumes at the time the id was minted."""
-    when, sep, memory_id = marked.rpartition("|")
-    try:
-        return (parse_iso(when), memory_id) if sep else (id_time(memory_id), memory_id)
-    except ValueError:
-        raise InvalidCursor("The cursor is malformed.", field="cursor") from None
 
 
 def shape(row: store.MemoryRow) -> dict[str, Any]:

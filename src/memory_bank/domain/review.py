@@ -17,7 +17,7 @@ from memory_bank.errors import DraftNotFound, MemoryNotFound
 from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
-from memory_bank.store import drafts
+from memory_bank.store import drafts, memory_writes
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.owners import Owner
@@ -167,7 +167,7 @@ def confirm(
             return memory, False
         contexts = draft.new_contexts()
         index = postings_of(content, tags, [c.snippet for c in contexts])
-        memory = store.insert_memory(
+        memory = memory_writes.insert_memory(
             conn, draft.owner(), content, tags, contexts, index, created_at=now
         )
         action = drafts.EDITED_CONFIRMED if edited else drafts.CONFIRMED

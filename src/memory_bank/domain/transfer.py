@@ -17,7 +17,7 @@ from memory_bank.domain.memories import shape
 from memory_bank.ids import iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.store import memories as store
-from memory_bank.store import transfer
+from memory_bank.store import memory_writes, transfer
 from memory_bank.store.database import Database
 from memory_bank.store.filters import NONE, Filters
 from memory_bank.store.owners import Owner, is_org, org_of
@@ -172,7 +172,7 @@ def restore(
                 if org_id is not None and m.created_by is None:
                     raise ValueError(f"org memory {m.id} has no author")  # plan() gives one
                 index = postings_of(m.content, m.tags, [c.snippet for c in m.contexts])
-                store.insert_memory(
+                memory_writes.insert_memory(
                     conn,
                     Owner(owner, org_id, m.source, m.created_by if org_id else None),
                     m.content,
