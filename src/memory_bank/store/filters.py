@@ -167,20 +167,30 @@ def changed_since(conn: Connection, owner: str, since: datetime | None) -> list[
     return changed if len(changed) <= _COUNT_CAP else None
 
 
-def conditions(conn: Connection, only: Filters, when: str) -> tuple[list[str], list[Any]]:
-    """The time and source conditions in driver SQL over memory `m`, with a memory's creation
-    time read from `when` (a tag row's copy, or m.created_at), and their values in order."""
+def created_bounds(conn: Connection, only: Filters, when: str) -> tuple[list[str], list[Any]]:
+    """The creation-time bounds in driver SQL over `when` (a memory's created_at, or a tag
+    row's copy of it), and their values in order."""
     mark = placeholder(conn)
     conds: list[str] = []
     values: list[Any] = []
     for value, cond in (
         (only.created_after, f"{when} >= {mark}"),
         (only.created_before, f"{when} < {mark}"),
-        (only.updated_after, f"m.updated_at >= {mark}"),
     ):
         if value is not None:
             conds.append(cond)
             values.append(_when(conn, value))
+    return conds, values
+
+
+def conditions(conn: Connection, only: Filters, when: str) -> tuple[list[str], list[Any]]:
+    """The time and source conditions in driver SQL over memory `m`, with a memory's creation
+    time read from `when` (a tag row's copy, or m.created_at), and their values in order."""
+    mark = placeholder(conn)
+    conds, values = created_bounds(conn, only, when)
+    if only.updated_after is not None:
+        conds.append(f"m.updated_at >= {mark}")
+        values.append(_when(conn, only.updated_after))
     if only.source is not None:
         conds.append(same_source(mark))
         values += [only.source, only.source]
@@ -321,16 +331,11 @@ def sparsest(
     if any(len(f) > 1 for f in forms):
         return driving_tag(conn, owner, forms)
     mark = placeholder(conn)
-    bounds: list[str] = []
-    values: list[Any] = []
-    for value, cond in (
-        (only.created_after, f"p.created_at >= {mark}"),
-        (only.created_before, f"p.created_at < {mark}"),
-        (before[0] if before else None, f"p.created_at <= {mark}"),
-    ):
-        if value is not None:
-            bounds.append(f" AND {cond}")
-            values.append(_when(conn, value))
+    conds, values = created_bounds(conn, only, "p.created_at")
+    if before is not None:
+        conds.append(f"p.created_at <= {mark}")
+        values.append(_when(conn, before[0]))
+    bounds = [f" AND {cond}" for cond in conds]
     probes = []
     params: list[Any] = []
     for (form,) in forms:

@@ -104,34 +104,34 @@ def list_memories(
     user_id: str,
     limit: int,
     before: tuple[datetime, str] | None,
-    found: filters.Filters = filters.NONE,
+    only: filters.Filters = filters.NONE,
 ) -> list[MemoryRow]:
     """One page of the user's memories that pass the filters, newest first: by creation time,
     then id, after the position `before` (a memory's created_at and id) when given.
 
     Each filter reads one index of the owner's (store/filters.py), never every memory.
     """
-    if not found:
+    if not only:
         seal = data_keys.sealer(conn, user_id)
-        page = [_row(r, seal) for r in _page(conn, user_id, limit, before, found)]
+        page = [_row(r, seal) for r in _page(conn, user_id, limit, before, only)]
         _attach_contexts(conn, user_id, {m.id: m for m in page}, seal)
         return page
     # A filtered page is found as ids in driver SQL (filters.page), then read by id.
-    since = found.updated_after
+    since = only.updated_after
     if since is None:
-        ids = filters.page(conn, user_id, found, limit, before)
+        ids = filters.page(conn, user_id, only, limit, before)
     else:
         # Whatever was created since `since` was updated since: those come first, through the
         # creation-time index; older memories pass only if edited since, read by update time
         # when few were (else a walk by creation time meets them soon).
         ids = []
-        if found.created_before is None or found.created_before > since:
-            start = since if found.created_after is None else max(found.created_after, since)
-            newer = replace(found, created_after=start, updated_after=None)
+        if only.created_before is None or only.created_before > since:
+            start = since if only.created_after is None else max(only.created_after, since)
+            newer = replace(only, created_after=start, updated_after=None)
             ids = filters.page(conn, user_id, newer, limit, before)
         if len(ids) < limit:
-            end = since if found.created_before is None else min(found.created_before, since)
-            older = replace(found, created_before=end)
+            end = since if only.created_before is None else min(only.created_before, since)
+            older = replace(only, created_before=end)
             changed = filters.changed_since(conn, user_id, since)
             if changed is None:
                 ids += filters.page(conn, user_id, older, limit - len(ids), before)
@@ -155,22 +155,22 @@ def _page(
     user_id: str,
     limit: int,
     before: tuple[datetime, str] | None,
-    found: filters.Filters,
+    only: filters.Filters,
     ids: list[str] | None = None,
 ) -> list[Any]:
     """Memory rows that pass the filters, newest first, after `before`: read through the index
     that leads (filters.driven), or among these ids when given."""
     params: dict[str, Any] = {}
     if ids is None:
-        stmt, when, key = filters.driven(conn, user_id, found)
+        stmt, when, key = filters.driven(conn, user_id, only)
     elif not ids:
         return []
     else:
         sqlite = is_sqlite(conn)
-        forms = filters.tag_forms(conn, user_id, found)
+        forms = filters.tag_forms(conn, user_id, only)
         stmt = select(memory).where(
             _owned(sqlite, memory.c.user_id, memory.c.id),
-            *filters.columns(found),
+            *filters.columns(only),
             *(filters.carries(f) for f in forms),
         )
         params = _owned_params(sqlite, user_id, ids)
