@@ -10,11 +10,12 @@ import anyio
 import httpx
 
 from mcp import Client
+from memory_bank.ids import iso
 from memory_bank.mcp import manifest
 from memory_bank.mcp.executor import IN_PROCESS_BASE, Executor
 from memory_bank.mcp.server import build_server
 
-from .test_filters import DAY, NOW, iso, plant
+from .filter_bank import DAY, NOW, plant
 
 
 def _run(service: Any, secret: str, calls: Any) -> Any:

@@ -13,7 +13,7 @@ from memory_bank.domain import vector_jobs
 from memory_bank.ids import iso, utcnow
 from memory_bank.store.sealing import crypto
 
-from .test_filters import plant
+from .filter_bank import plant
 
 NOW = utcnow().replace(microsecond=0)
 DAY = timedelta(days=1)

@@ -21,7 +21,7 @@ from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_tag, service_state
 from memory_bank.store.sealing import crypto
 
-from .test_filters import found, listed
+from .filter_bank import found, listed
 
 
 def new_key() -> str:

@@ -19,6 +19,7 @@ from live_server import free_port
 from memory_bank.errors import RateLimited
 from memory_bank.http import limitstore
 from memory_bank.http.ratelimit import Limiter
+from polling import poll
 from redis_store import forget, redis_url
 
 
@@ -124,12 +125,8 @@ def _redis_server(port: int) -> subprocess.Popen[bytes]:
     )
     client = redis.Redis(port=port, socket_connect_timeout=1)
     try:
-        for _ in range(100):
-            try:
-                client.ping()
-                return process
-            except redis.ConnectionError:
-                time.sleep(0.1)
+        if poll(client.ping, timeout=10, every=0.1, ignoring=(redis.ConnectionError,)):
+            return process
     finally:
         client.close()
     process.kill()
