@@ -9,12 +9,12 @@ from typing import Any
 import hypothesis
 import pytest
 import schemathesis
-from reliability_figures import Figures
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from memory_bank.domain.filters import instant
 from memory_bank.errors import InvalidRequest
 from memory_bank.spec import load_spec
+from reliability_figures import Figures
 
 # Small per-operation budgets keep the whole suite within minutes on two cores; every
 # phase (examples, coverage, fuzzing) and every built-in check stays on.
