@@ -21,6 +21,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     Row,
+    Table,
     and_,
     func,
     not_,
@@ -177,17 +178,7 @@ def _reindex(
     a tag in the other form (words stay out of a sealed owner's index; hashes out of a plain
     one's)."""
     _retag(conn, user_id, seal, ids, to_sealed=to_sealed)
-    todo = list(
-        conn.execute(
-            select(memory_term.c.memory_id)
-            .where(
-                memory_term.c.user_id == user_id,
-                memory_term.c.memory_id.in_(list(ids)),
-                _terms_wrong(to_sealed=to_sealed),
-            )
-            .distinct()
-        ).scalars()
-    )
+    todo = _holding(conn, memory_term, user_id, ids, _terms_wrong(to_sealed=to_sealed))
     if not todo:
         return
     found = conn.execute(
@@ -215,17 +206,7 @@ def _retag(
     conn: Connection, user_id: str, seal: Sealer, ids: Sequence[str], *, to_sealed: bool
 ) -> None:
     """Rewrite, in the new form, the tag rows of these memories that hold one in the other."""
-    todo = list(
-        conn.execute(
-            select(memory_tag.c.memory_id)
-            .where(
-                memory_tag.c.user_id == user_id,
-                memory_tag.c.memory_id.in_(list(ids)),
-                _tags_wrong(to_sealed=to_sealed),
-            )
-            .distinct()
-        ).scalars()
-    )
+    todo = _holding(conn, memory_tag, user_id, ids, _tags_wrong(to_sealed=to_sealed))
     if not todo:
         return
     found = conn.execute(
@@ -262,3 +243,16 @@ def compact(engine: Engine) -> bool:
     finally:
         raw.close()
     return not busy
+
+
+def _holding(
+    conn: Connection, table: Table, user_id: str, ids: Sequence[str], wrong: ColumnElement[bool]
+) -> list[str]:
+    """The memories among ids with a row of this index table (postings or tags) that is wrong."""
+    return list(
+        conn.execute(
+            select(table.c.memory_id)
+            .where(table.c.user_id == user_id, table.c.memory_id.in_(list(ids)), wrong)
+            .distinct()
+        ).scalars()
+    )
