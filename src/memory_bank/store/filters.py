@@ -9,6 +9,7 @@ them before it picks the best k (search/index.py takes restrict(), search/dense.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,9 +20,9 @@ from sqlalchemy import (
     Connection,
     Select,
     and_,
-    func,
     literal,
     select,
+    text,
 )
 
 from memory_bank.store.engine import is_sqlite, placeholder
@@ -57,30 +58,42 @@ def tag_forms(conn: Connection, owner: str, only: Filters) -> list[tuple[str, ..
     return [seal.tag_forms(t) for t in only.tags]
 
 
+# Each time filter, once: the Filters field, the memory column it bounds, and how. Both the
+# SQLAlchemy conditions (created, columns) and the driver SQL (created_bounds, conditions) are
+# made from it.
+_TIMES = (
+    ("created_after", "created_at", ">="),
+    ("created_before", "created_at", "<"),
+    ("updated_after", "updated_at", ">="),
+)
+_OPS = {">=": operator.ge, "<": operator.lt}
+
+
+def _times(only: Filters, *names: str) -> list[tuple[str, str, datetime]]:
+    """(column, comparison, value) of the time filters set on these memory columns."""
+    found = [(column, op, getattr(only, field)) for field, column, op in _TIMES]
+    return [(c, op, value) for c, op, value in found if c in names and value is not None]
+
+
 def created(only: Filters, column: Any) -> list[ColumnElement[bool]]:
     """The creation-time bounds on a column that holds it (memory's, or a tag row's copy)."""
-    conds: list[ColumnElement[bool]] = []
-    if only.created_after is not None:
-        conds.append(column >= only.created_after)
-    if only.created_before is not None:
-        conds.append(column < only.created_before)
-    return conds
+    return [_OPS[op](column, value) for _, op, value in _times(only, "created_at")]
 
 
 def columns(only: Filters) -> list[ColumnElement[bool]]:
     """The time and source conditions on `memory`."""
-    conds = created(only, memory.c.created_at)
-    if only.updated_after is not None:
-        conds.append(memory.c.updated_at >= only.updated_after)
+    conds = [_OPS[op](memory.c[c], value) for c, op, value in _times(only, *_COLUMNS)]
     if only.source is not None:
-        conds.append(memory.c.source == only.source)
-        # Exact, as on SQLite (same_source() says why).
-        conds.append(func.length(memory.c.source) == func.length(literal(only.source)))
+        rule = same_source(":only_source", "memory.source")
+        conds.append(text(rule).bindparams(only_source=only.source))
     return conds
 
 
-def same_source(mark: str) -> str:
-    """Driver SQL: memory `m` has exactly the source of the next two values (the same one).
+_COLUMNS = ("created_at", "updated_at")
+
+
+def same_source(mark: str, column: str = "m.source") -> str:
+    """SQL: the memory's source (`column`) is exactly the value `mark` stands for, marked twice.
 
     MySQL/MariaDB compare with PAD SPACE (utf8mb4_bin), so `=` alone finds `alice-src` for
     `alice-src ` where SQLite does not; equal under padding and of equal length is the same
@@ -89,7 +102,7 @@ def same_source(mark: str) -> str:
     needs (a NO PAD collation in the query would not match the index's, and comparing as
     binary would not use it).
     """
-    return f"m.source = {mark} AND LENGTH(m.source) = LENGTH({mark})"
+    return f"{column} = {mark} AND LENGTH({column}) = LENGTH({mark})"
 
 
 def carries(forms: Sequence[str], row: Any = memory) -> ColumnElement[bool]:
@@ -171,16 +184,8 @@ def created_bounds(conn: Connection, only: Filters, when: str) -> tuple[list[str
     """The creation-time bounds in driver SQL over `when` (a memory's created_at, or a tag
     row's copy of it), and their values in order."""
     mark = placeholder(conn)
-    conds: list[str] = []
-    values: list[Any] = []
-    for value, cond in (
-        (only.created_after, f"{when} >= {mark}"),
-        (only.created_before, f"{when} < {mark}"),
-    ):
-        if value is not None:
-            conds.append(cond)
-            values.append(_when(conn, value))
-    return conds, values
+    found = _times(only, "created_at")
+    return [f"{when} {op} {mark}" for _, op, _ in found], [_when(conn, v) for _, _, v in found]
 
 
 def conditions(conn: Connection, only: Filters, when: str) -> tuple[list[str], list[Any]]:
@@ -188,9 +193,9 @@ def conditions(conn: Connection, only: Filters, when: str) -> tuple[list[str], l
     time read from `when` (a tag row's copy, or m.created_at), and their values in order."""
     mark = placeholder(conn)
     conds, values = created_bounds(conn, only, when)
-    if only.updated_after is not None:
-        conds.append(f"m.updated_at >= {mark}")
-        values.append(_when(conn, only.updated_after))
+    for column, op, value in _times(only, "updated_at"):
+        conds.append(f"m.{column} {op} {mark}")
+        values.append(_when(conn, value))
     if only.source is not None:
         conds.append(same_source(mark))
         values += [only.source, only.source]
