@@ -42,13 +42,21 @@ class Document:
 
 def documents(conn: Connection, user_id: str, after: str, size: int) -> list[Document]:
     """The user's next size memories with ids after `after`, as index documents, by id."""
-    rows = conn.execute(
-        select(memory.c.id, memory.c.content, memory.c.tags)
-        .where(memory.c.user_id == user_id, memory.c.id > after)
-        .order_by(memory.c.id)
-        .limit(size)
-    ).all()
+    rows = next_by_id(conn, user_id, after, size, memory.c.content, memory.c.tags)
     return _opened(conn, user_id, rows)
+
+
+def next_by_id(conn: Connection, user_id: str, after: str, size: int, *columns: Any) -> list[Any]:
+    """The owner's next size memory rows by id after `after` (id and these columns): how
+    maintenance walks an owner (reindex, tag rebuilds)."""
+    return list(
+        conn.execute(
+            select(memory.c.id, *columns)
+            .where(memory.c.user_id == user_id, memory.c.id > after)
+            .order_by(memory.c.id)
+            .limit(size)
+        ).all()
+    )
 
 
 def documents_by_id(conn: Connection, user_id: str, ids: Sequence[str]) -> list[Document]:

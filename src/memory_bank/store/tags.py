@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy import Connection, delete, select
 
 from memory_bank.store import batch
+from memory_bank.store.documents import next_by_id
 from memory_bank.store.schema import memory, memory_tag
 from memory_bank.store.sealing import data_keys
 
@@ -71,12 +72,7 @@ def replace(
 def rebuild_batch(conn: Connection, user_id: str, after: str, size: int) -> list[str]:
     """Rewrite the tag rows of the owner's next memories by id after `after`, from the memories
     themselves, in the form their sealer gives now; the ids done."""
-    rows = conn.execute(
-        select(memory.c.id, memory.c.tags, memory.c.created_at)
-        .where(memory.c.user_id == user_id, memory.c.id > after)
-        .order_by(memory.c.id)
-        .limit(size)
-    ).all()
+    rows = next_by_id(conn, user_id, after, size, memory.c.tags, memory.c.created_at)
     if not rows:
         return []
     seal = data_keys.sealer(conn, user_id)
