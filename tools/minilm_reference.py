@@ -21,7 +21,7 @@ from tokenizers import Tokenizer
 
 from memory_bank.models.mpnet import read_safetensors
 
-REFERENCES = Path(__file__).resolve().parents[1] / "src/memory_bank/search/references.json"
+REFERENCES = Path(__file__).resolve().parents[1] / "src/memory_bank/models/references.json"
 NAME = "all-MiniLM-L6-v2"
 LAYERS, HEADS, WIDTH, EPS, MAX_TOKENS = 6, 12, 384, 1e-12, 256
 
