@@ -81,19 +81,35 @@ def stats_statements(dialect: str, user_id: str, docs: int, length: int) -> list
     ]
 
 
+def swap_statements(
+    dialect: str, user_id: str, memory_id: str, postings: Postings | None
+) -> list[batch.Statement]:
+    """Replace a stored memory's postings with these (None: remove them, as its delete does),
+    its statistics adjusted by one UPDATE; batch.run sends them.
+
+    The UPDATE reads the old document length from the postings it precedes, so nothing has to
+    be read before the batch. The memory exists, so its owner's statistics row does: a plain
+    UPDATE of that row, with none of an upsert's gap locks (stats_statements).
+    """
+    docs, length = (0, postings.length) if postings is not None else (-1, 0)
+    rows = posting_rows(user_id, memory_id, postings) if postings and postings.terms else []
+    return [
+        batch.Statement(
+            "UPDATE memory_user_stats SET doc_count = doc_count + %s, total_len = total_len + %s "
+            "- COALESCE((SELECT doc_len FROM memory_term WHERE user_id = %s AND memory_id = %s "
+            "LIMIT 1), 0) WHERE user_id = %s",
+            (docs, length, user_id, memory_id, user_id),
+        ),
+        batch.Statement(
+            "DELETE FROM memory_term WHERE user_id = %s AND memory_id = %s", (user_id, memory_id)
+        ),
+        *batch.inserts(memory_term, rows),
+    ]
+
+
 def remove(conn: Connection, user_id: str, memory_id: str) -> None:
     """Remove one memory's postings and update the user's statistics."""
-    doc_len = conn.execute(
-        select(memory_term.c.doc_len)
-        .where(memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id)
-        .limit(1)
-    ).scalar()
-    conn.execute(
-        delete(memory_term).where(
-            memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id
-        )
-    )
-    bump_stats(conn, user_id, -1, -(doc_len or 0))
+    batch.run(conn, swap_statements(conn.dialect.name, user_id, memory_id, None))
 
 
 def replace(conn: Connection, user_id: str, entries: Mapping[str, Postings]) -> None:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, delete, func, select
 
 from memory_bank.ids import iso, new_id, parse_iso
+from memory_bank.store import batch
 from memory_bank.store.schema import memory_revision
 from memory_bank.store.sealing import data_keys
 
@@ -34,23 +35,57 @@ class RevisionRow:
 
 def insert_revision(conn: Connection, user_id: str, memory_id: str, row: RevisionRow) -> None:
     """Append one revision of the owner's memory, sealed."""
+    batch.run(conn, [insert_statement(conn, user_id, memory_id, row)])
+
+
+_COLUMNS = "id, user_id, memory_id, revision, content, tags, contexts, source, edited_at"
+
+
+def insert_statement(
+    conn: Connection, user_id: str, memory_id: str, row: RevisionRow, *, if_missing: bool = False
+) -> batch.Statement:
+    """The INSERT of one revision of the owner's memory, sealed; batch.run sends it.
+
+    if_missing=True writes it only when the memory has no revision of that number yet (its
+    first edit records the state it had), decided by the statement, so nothing is read first.
+    """
     rid = new_id("mrv")
     seal = data_keys.sealer(conn, user_id, create=True)
     contexts = [{**c, "created_at": iso(c["created_at"])} for c in row.contexts]
-    conn.execute(
-        insert(memory_revision).values(
-            id=rid,
-            user_id=user_id,
-            memory_id=memory_id,
-            revision=row.revision,
-            content=seal.seal("memory_revision.content", rid, row.content),
-            tags=seal.seal("memory_revision.tags", rid, json.dumps(row.tags, ensure_ascii=False)),
-            contexts=seal.seal(
-                "memory_revision.contexts", rid, json.dumps(contexts, ensure_ascii=False)
-            ),
-            source=row.source,
-            edited_at=row.edited_at,
-        )
+    values = (
+        rid,
+        user_id,
+        memory_id,
+        row.revision,
+        seal.seal("memory_revision.content", rid, row.content),
+        seal.seal("memory_revision.tags", rid, json.dumps(row.tags, ensure_ascii=False)),
+        seal.seal("memory_revision.contexts", rid, json.dumps(contexts, ensure_ascii=False)),
+        row.source,
+        row.edited_at,
+    )
+    marks = ", ".join(["%s"] * len(values))
+    if not if_missing:
+        return batch.Statement(f"INSERT INTO memory_revision ({_COLUMNS}) VALUES ({marks})", values)
+    dual = "" if conn.dialect.name == "sqlite" else " FROM DUAL"
+    return batch.Statement(
+        f"INSERT INTO memory_revision ({_COLUMNS}) SELECT {marks}{dual} WHERE NOT EXISTS "
+        "(SELECT 1 FROM memory_revision WHERE user_id = %s AND memory_id = %s AND revision = %s)",
+        (*values, user_id, memory_id, row.revision),
+    )
+
+
+def drop_before_statement(user_id: str, memory_id: str, revision: int) -> batch.Statement:
+    """Forget the owner's memory's revisions numbered below `revision`; batch.run sends it."""
+    return batch.Statement(
+        "DELETE FROM memory_revision WHERE user_id = %s AND memory_id = %s AND revision < %s",
+        (user_id, memory_id, revision),
+    )
+
+
+def delete_statement(user_id: str, memory_id: str) -> batch.Statement:
+    """Forget every revision of the owner's memory; batch.run sends it."""
+    return batch.Statement(
+        "DELETE FROM memory_revision WHERE user_id = %s AND memory_id = %s", (user_id, memory_id)
     )
 
 
