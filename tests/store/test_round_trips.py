@@ -29,9 +29,10 @@ EXPECTED = {
     "get": 4,  # check, the memory, its contexts, ROLLBACK
     "search": 8,  # check, the shard map and ROLLBACK, scoring (2), rows (2), ROLLBACK
     "list": 4,  # check, the page, its contexts, ROLLBACK
-    # check, the memory locked, its contexts, then each write on its own: the PATCH runs on
-    # the main pool (domain/writes.edit), which does not batch; on the batch pool it is 4.
-    "edit": 13,
+    # check, the memory locked, its contexts, then each write on its own (10) and the COMMIT:
+    # the PATCH runs on the main pool (domain/writes.edit), which does not batch; on the batch
+    # pool it is 4, as a restore's without the revision read.
+    "edit": 14,
     "restore": 5,  # check, the memory locked, its contexts, the revision, the batch
     "delete": 4,  # check, old tombstones, the memory locked, the batch
     "confirm": 3,  # check, the draft locked, the batch

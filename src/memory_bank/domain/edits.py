@@ -113,10 +113,13 @@ def apply(
     )
     edited = replace(edited, revision=current.revision + 1, updated_at=now)
     after = RevisionRow(edited.revision, edited.content, edited.tags, edited.contexts, source, now)
-    statements = [
-        # Its first edit: the state it had until now becomes revision 1 (or its current one);
-        # the statement itself checks that no such revision is stored yet.
-        revisions.insert_statement(conn, current.user_id, current.id, before, if_missing=True),
+    statements = []
+    if current.revision == 1:
+        # Its first edit: the state it had until now becomes revision 1. A memory is at
+        # revision 1 exactly until then (saves, confirms and imports store none), and every
+        # edit stores its new revision, which the limit never drops: no read has to ask.
+        statements.append(revisions.insert_statement(conn, current.user_id, current.id, before))
+    statements += [
         *content_statements(
             conn,
             edited,

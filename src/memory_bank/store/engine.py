@@ -141,9 +141,15 @@ def _tune_sqlite(engine: Engine) -> None:
 # What a connection to a Spider head (docs/scale-out.md) sets for itself, whatever the head's
 # globals say: aggregates computed on the head (with spider_direct_aggregate ON, BM25's
 # document frequencies and scores came back different), and no group-by handler (it garbled
-# long text values read with a join). A server without Spider refuses the statement (unknown
-# variable): nothing to set there.
-SPIDER_SESSION = "SET SESSION spider_direct_aggregate = OFF, spider_disable_group_by_handler = ON"
+# long text values read with a join), and its backend connections kept for the session
+# (spider_conn_recycle_mode = 2): with the default 0 the head connected to the owner's backend
+# anew for every transaction, re-sending its session settings, SET NAMES and the database each
+# time, which made most of what a backend received (docs/scale-out.md). A server without
+# Spider refuses the statement (unknown variable): nothing to set there.
+SPIDER_SESSION = (
+    "SET SESSION spider_direct_aggregate = OFF, spider_disable_group_by_handler = ON, "
+    "spider_conn_recycle_mode = 2"
+)
 
 
 def _spider_session(engine: Engine) -> None:

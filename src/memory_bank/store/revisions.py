@@ -42,13 +42,9 @@ _COLUMNS = "id, user_id, memory_id, revision, content, tags, contexts, source, e
 
 
 def insert_statement(
-    conn: Connection, user_id: str, memory_id: str, row: RevisionRow, *, if_missing: bool = False
+    conn: Connection, user_id: str, memory_id: str, row: RevisionRow
 ) -> batch.Statement:
-    """The INSERT of one revision of the owner's memory, sealed; batch.run sends it.
-
-    if_missing=True writes it only when the memory has no revision of that number yet (its
-    first edit records the state it had), decided by the statement, so nothing is read first.
-    """
+    """The INSERT of one revision of the owner's memory, sealed; batch.run sends it."""
     rid = new_id("mrv")
     seal = data_keys.sealer(conn, user_id, create=True)
     contexts = [{**c, "created_at": iso(c["created_at"])} for c in row.contexts]
@@ -64,14 +60,7 @@ def insert_statement(
         row.edited_at,
     )
     marks = ", ".join(["%s"] * len(values))
-    if not if_missing:
-        return batch.Statement(f"INSERT INTO memory_revision ({_COLUMNS}) VALUES ({marks})", values)
-    dual = "" if conn.dialect.name == "sqlite" else " FROM DUAL"
-    return batch.Statement(
-        f"INSERT INTO memory_revision ({_COLUMNS}) SELECT {marks}{dual} WHERE NOT EXISTS "
-        "(SELECT 1 FROM memory_revision WHERE user_id = %s AND memory_id = %s AND revision = %s)",
-        (*values, user_id, memory_id, row.revision),
-    )
+    return batch.Statement(f"INSERT INTO memory_revision ({_COLUMNS}) VALUES ({marks})", values)
 
 
 def drop_before_statement(user_id: str, memory_id: str, revision: int) -> batch.Statement:
