@@ -14,6 +14,8 @@ from typing import Any
 import pymysql.connections
 import pytest
 
+from databases import SPIDER_HEAD_URL
+
 pytestmark = [
     pytest.mark.mariadb,
     pytest.mark.parametrize("database_url", ["mariadb"], indirect=True),
@@ -62,6 +64,8 @@ def _count(sent: list[int], call: Callable[[], Any]) -> int:
 
 
 def test_round_trips_per_operation(make_service, round_trips):
+    if SPIDER_HEAD_URL:
+        pytest.skip("counts a plain server's round trips (tests/scaleout counts the head's)")
     service = make_service(review_required=True)
     writer = service.auth("alice", scopes=("mcp:read", "mcp:write", "memory:review"))
     agent = service.auth("alice", scopes=("mcp:read", "mcp:write"))
