@@ -170,16 +170,6 @@ def update_statements(
     return statements
 
 
-def update_memory(
-    conn: Connection,
-    row: MemoryRow,
-    contexts: Sequence[dict[str, Any]] | None,
-    index: postings.Postings | None,
-) -> None:
-    """Write an edited memory over its stored state now (update_statements)."""
-    batch.run(conn, update_statements(conn, row, contexts, index))
-
-
 def delete_statements(
     dialect: str, user_id: str, memory_id: str, now: datetime
 ) -> list[batch.Statement]:

@@ -123,11 +123,6 @@ def swap_statements(
     ]
 
 
-def remove(conn: Connection, user_id: str, memory_id: str) -> None:
-    """Remove one memory's postings and update the user's statistics."""
-    batch.run(conn, swap_statements(conn.dialect.name, user_id, memory_id, None))
-
-
 def replace(conn: Connection, user_id: str, entries: Mapping[str, Postings]) -> None:
     """Swap the postings of these memories of the user for new ones (statistics: recount())."""
     ids = list(entries)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, func, select
 
 from memory_bank.ids import iso, new_id, parse_iso
 from memory_bank.store import batch
@@ -31,11 +31,6 @@ class RevisionRow:
     contexts: list[dict[str, Any]]
     source: str
     edited_at: datetime
-
-
-def insert_revision(conn: Connection, user_id: str, memory_id: str, row: RevisionRow) -> None:
-    """Append one revision of the owner's memory, sealed."""
-    batch.run(conn, [insert_statement(conn, user_id, memory_id, row)])
 
 
 _COLUMNS = "id, user_id, memory_id, revision, content, tags, contexts, source, edited_at"
@@ -78,18 +73,6 @@ def delete_statement(user_id: str, memory_id: str) -> batch.Statement:
     )
 
 
-def exists(conn: Connection, user_id: str, memory_id: str, revision: int) -> bool:
-    """Whether this revision of the owner's memory is stored."""
-    found = conn.execute(
-        select(memory_revision.c.id).where(
-            memory_revision.c.user_id == user_id,
-            memory_revision.c.memory_id == memory_id,
-            memory_revision.c.revision == revision,
-        )
-    ).first()
-    return found is not None
-
-
 def get_revision(
     conn: Connection, user_id: str, memory_id: str, revision: int
 ) -> RevisionRow | None:
@@ -120,26 +103,6 @@ def oldest(conn: Connection, user_id: str, memory_id: str) -> int | None:
         )
     ).scalar()
     return None if found is None else int(found)
-
-
-def drop_before(conn: Connection, user_id: str, memory_id: str, revision: int) -> None:
-    """Forget the owner's memory's revisions numbered below `revision`."""
-    conn.execute(
-        delete(memory_revision).where(
-            memory_revision.c.user_id == user_id,
-            memory_revision.c.memory_id == memory_id,
-            memory_revision.c.revision < revision,
-        )
-    )
-
-
-def delete_revisions(conn: Connection, user_id: str, memory_id: str) -> None:
-    """Forget every revision of the owner's memory (with the memory, in its transaction)."""
-    conn.execute(
-        delete(memory_revision).where(
-            memory_revision.c.user_id == user_id, memory_revision.c.memory_id == memory_id
-        )
-    )
 
 
 def _row(r: Any, seal: data_keys.Sealer) -> RevisionRow:
