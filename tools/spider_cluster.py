@@ -69,11 +69,8 @@ spider_connect_retry_count = 0
 # itself: on 10.11.19 it garbled long text values (a 32,000-byte memory joined to its contexts
 # came back cut mid-character). OFF: the head joins and groups the rows it reads.
 spider_disable_group_by_handler = ON
-# Backend connections kept in the head's shared pool, not made anew (with the session settings,
-# SET NAMES and the database sent again) for every transaction; and a batched key read sent
-# as one statement, not through a temporary table on the backend. The app sets both in its own
-# sessions; these are for the head's other clients.
-spider_conn_recycle_mode = 1
+# A batched key read sent as one statement, not through a temporary table on the backend (the
+# app sets it in its own sessions too, with spider_conn_recycle_mode = 1: docs/scale-out.md).
 spider_bka_mode = 2
 """
 
