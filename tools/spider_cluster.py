@@ -69,6 +69,9 @@ spider_connect_retry_count = 0
 # itself: on 10.11.19 it garbled long text values (a 32,000-byte memory joined to its contexts
 # came back cut mid-character). OFF: the head joins and groups the rows it reads.
 spider_disable_group_by_handler = ON
+# A batched key read sent as one statement, not through a temporary table on the backend (the
+# app sets it in its own sessions too, with spider_conn_recycle_mode = 1: docs/scale-out.md).
+spider_bka_mode = 2
 """
 
 

@@ -8,6 +8,7 @@ revision 1 from the memory itself, then the new state.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,8 +25,8 @@ from memory_bank.errors import (
 )
 from memory_bank.ids import iso, utcnow
 from memory_bank.search.document import postings_of
+from memory_bank.store import batch, memory_writes, revisions, vectors
 from memory_bank.store import memories as store
-from memory_bank.store import memory_writes, revisions, vectors
 from memory_bank.store.database import Database
 from memory_bank.store.revisions import RevisionRow, context_keys
 
@@ -57,15 +58,26 @@ def changed_row(row: store.MemoryRow, change: Change) -> store.MemoryRow | None:
 
 
 def content_changed(conn: Connection, row: store.MemoryRow, contexts_changed: bool) -> None:
-    """Write a memory's new state with its index entry, in the caller's transaction.
+    """Write a memory's new state with its index entry, in the caller's transaction
+    (content_statements, sent now)."""
+    batch.run(conn, content_statements(conn, row, contexts_changed))
+
+
+def content_statements(
+    conn: Connection, row: store.MemoryRow, contexts_changed: bool, *, tags_changed: bool = True
+) -> list[batch.Statement]:
+    """The statements that write a memory's new state with its index entry.
 
     The one place an edit reaches the index: old postings go, new ones come, with the row; its
     vector goes too and, with semantic search on, a new embedding is queued (store/vectors.py),
     so no ranking ever uses a stale vector.
     """
     index = postings_of(row.content, row.tags, [c["snippet"] for c in row.contexts])
-    memory_writes.update_memory(conn, row, row.contexts if contexts_changed else None, index)
-    vectors.content_changed(conn, row.user_id, row.id)
+    contexts = row.contexts if contexts_changed else None
+    return [
+        *memory_writes.update_statements(conn, row, contexts, index, tags_changed=tags_changed),
+        *vectors.changed_statements(conn, row.user_id, row.id),
+    ]
 
 
 def apply(
@@ -75,41 +87,54 @@ def apply(
     change: Change,
     source: str,
     keep_revisions: int = 0,
+    *,
+    also: Sequence[batch.Statement] = (),
 ) -> store.MemoryRow:
     """Make a change the memory's next revision (a no-op change returns it as it is), keeping
-    only its newest keep_revisions revisions (0: all)."""
+    only its newest keep_revisions revisions (0: all).
+
+    The transaction's last write: its statements (and `also`, the caller's own) go as one
+    batch with the COMMIT (store/batch.py), after the memory was read with its row locked.
+    """
     edited = changed_row(current, change)
     if edited is None:
+        batch.run(conn, also, commit=True)
         return current
     now = utcnow()
-    if not revisions.exists(conn, current.user_id, current.id, current.revision):
-        # Its first edit: the state it had until now becomes revision 1 (or its current one).
-        revisions.insert_revision(
-            conn,
-            current.user_id,
-            current.id,
-            RevisionRow(
-                current.revision,
-                current.content,
-                current.tags,
-                current.contexts,
-                current.source,
-                current.updated_at,
-            ),
-        )
-    edited = replace(edited, revision=current.revision + 1, updated_at=now)
-    content_changed(conn, edited, edited.contexts is not current.contexts)
-    revisions.insert_revision(
-        conn,
-        edited.user_id,
-        edited.id,
-        RevisionRow(edited.revision, edited.content, edited.tags, edited.contexts, source, now),
+    # An org's audit entry is written before the batch, which commits.
+    org_log.record(conn, principal, current.user_id, EDITED, memory_id=current.id)
+    before = RevisionRow(
+        current.revision,
+        current.content,
+        current.tags,
+        current.contexts,
+        current.source,
+        current.updated_at,
     )
-    if keep_revisions > 0:
+    edited = replace(edited, revision=current.revision + 1, updated_at=now)
+    after = RevisionRow(edited.revision, edited.content, edited.tags, edited.contexts, source, now)
+    statements = []
+    if current.revision == 1:
+        # Its first edit: the state it had until now becomes revision 1. A memory is at
+        # revision 1 exactly until then (saves, confirms and imports store none), and every
+        # edit stores its new revision, which the limit never drops: no read has to ask.
+        statements.append(revisions.insert_statement(conn, current.user_id, current.id, before))
+    statements += [
+        *content_statements(
+            conn,
+            edited,
+            edited.contexts is not current.contexts,
+            tags_changed=edited.tags != current.tags,
+        ),
+        revisions.insert_statement(conn, edited.user_id, edited.id, after),
+    ]
+    oldest_kept = edited.revision - keep_revisions + 1
+    if keep_revisions > 0 and oldest_kept > 1:
         # In the edit's own transaction: the history never holds more than the limit, and
-        # the listing reports what went (dropped_revisions).
-        revisions.drop_before(conn, edited.user_id, edited.id, edited.revision - keep_revisions + 1)
-    org_log.record(conn, principal, edited.user_id, EDITED, memory_id=edited.id)
+        # the listing reports what went (dropped_revisions). Revisions are numbered from 1, so
+        # below revision 2 there is nothing to drop.
+        statements.append(revisions.drop_before_statement(edited.user_id, edited.id, oldest_kept))
+    batch.run(conn, [*statements, *also], commit=True)
     return edited
 
 
@@ -141,16 +166,15 @@ def restore(
         change = Change(old.content, old.tags, old.contexts)
         return apply(conn, principal, current, change, principal.source, keep_revisions)
 
-    return shape(db.writing(work))
+    return shape(db.writing(work, batched=True))
 
 
 def _revision(conn: Connection, current: store.MemoryRow, revision: int) -> RevisionRow:
     """One revision of the memory (its only one when never edited); 404 revision_not_found."""
-    if revision == current.revision and not revisions.exists(
-        conn, current.user_id, current.id, revision
-    ):
-        return _as_revision(current)
     found = revisions.get_revision(conn, current.user_id, current.id, revision)
+    if found is None and revision == current.revision:
+        # Never edited: its current state is its one revision (no row stores it yet).
+        return _as_revision(current)
     if found is None:
         raise RevisionNotFound(
             "This memory has no such revision (or no longer: past the server's limit, the "

@@ -165,8 +165,10 @@ def remove(
                 acl.check_change(principal, owner, created_by)
                 if check_match is not None:
                     check_match(revision)
-                memory_writes.delete_memory(conn, owner, memory_id, now)
                 org_log.record(conn, principal, owner, org_log.DELETED, memory_id=memory_id)
+                # The row is locked by the read above; the delete is the last write, so its
+                # COMMIT rides in the same round trip.
+                memory_writes.delete_memory(conn, owner, memory_id, now, locked=True, commit=True)
                 return True
         # A retry of a delete that went through (the answer was lost, say) succeeds again:
         # the tombstone is the caller's own (or its org's), so this reveals nothing of others'.
@@ -176,7 +178,7 @@ def remove(
             for owner in readable
         )
 
-    if not db.writing(work):
+    if not db.writing(work, batched=True):
         raise MemoryNotFound(NOT_FOUND, field="id")
 
 

@@ -17,7 +17,7 @@ from memory_bank.errors import DraftNotFound, MemoryNotFound
 from memory_bank.ids import is_id, iso, utcnow
 from memory_bank.search.document import postings_of
 from memory_bank.settings import Settings
-from memory_bank.store import drafts, memory_writes
+from memory_bank.store import batch, drafts, memory_writes
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
 from memory_bank.store.owners import Owner
@@ -151,7 +151,9 @@ def confirm(
     now = utcnow()
 
     def work(conn: Connection) -> tuple[store.MemoryRow, bool]:
-        draft = _visible_draft(conn, principal, draft_id, now)
+        # Read with its row locked: of two reviewers, the second waits for the first's commit,
+        # then finds no draft. The draft's delete then goes in the write batch.
+        draft = _visible_draft(conn, principal, draft_id, now, lock=True)
         if draft is None:
             raise DraftNotFound("No pending draft with this id.", field="id")
         content, tags = bodies.draft_changes(changes, draft.content, draft.tags)
@@ -159,22 +161,26 @@ def confirm(
         if edited and draft.memory_id is None:
             # The memory will be its author's (created_by): changing its text is an edit of it.
             acl.check_change(principal, draft.user_id, draft.created_by)
-        # The delete decides the race between two reviewers: only one removes the row.
-        if not drafts.delete_draft(conn, draft.user_id, draft_id):
-            raise DraftNotFound("No pending draft with this id.", field="id")
+        gone = drafts.delete_statement(draft.user_id, draft_id)
         if draft.memory_id is not None:
-            memory = _confirm_edit(conn, principal, draft, content, tags, now, keep_revisions)
+            memory = _confirm_edit(
+                conn, principal, draft, (content, tags), now, keep_revisions, gone
+            )
             return memory, False
         contexts = draft.new_contexts()
         index = postings_of(content, tags, [c.snippet for c in contexts])
-        memory = memory_writes.insert_memory(
+        action = drafts.EDITED_CONFIRMED if edited else drafts.CONFIRMED
+        memory, statements = memory_writes.insert_statements(
             conn, draft.owner(), content, tags, contexts, index, created_at=now
         )
-        action = drafts.EDITED_CONFIRMED if edited else drafts.CONFIRMED
-        drafts.audit(conn, draft.user_id, draft_id, action, _actor(principal), now, memory.id)
         org_log.record(
             conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft_id
         )
+        audit = drafts.audit_statement(
+            draft.user_id, draft_id, action, _actor(principal), now, memory.id
+        )
+        # One round trip with the COMMIT: the draft's delete, the memory and the audit row.
+        batch.run(conn, [gone, *statements, audit], commit=True)
         return memory, True
 
     memory, created = db.writing(work, batched=True)
@@ -185,15 +191,17 @@ def _confirm_edit(
     conn: Connection,
     principal: Principal,
     draft: drafts.DraftRow,
-    content: str,
-    tags: list[str],
+    text: tuple[str, list[str]],
     now: datetime,
     keep_revisions: int,
+    gone: batch.Statement,
 ) -> store.MemoryRow:
-    """Apply an edit's draft as the memory's next revision; 412 when the memory moved on
+    """Apply an edit's draft (its content and tags as confirmed) as the memory's next
+    revision, the draft's delete (`gone`) in the same batch; 412 when the memory moved on
     (the draft then stays, for a person to reject), 404 when it is gone, 403 when the
     reviewer changed the text without the rights to edit the memory."""
     assert draft.memory_id is not None
+    content, tags = text
     current = store.locked(conn, draft.user_id, draft.memory_id)
     if current is None:
         raise MemoryNotFound("The memory this edit changes no longer exists.", field="id")
@@ -207,10 +215,11 @@ def _confirm_edit(
     action = drafts.EDITED_CONFIRMED if edited else drafts.CONFIRMED
     # The revision names who wrote its text: the draft's author, or the reviewer who changed it.
     source = principal.source if edited else draft.source
-    memory = edits.apply(conn, principal, current, change, source, keep_revisions)
-    drafts.audit(conn, draft.user_id, draft.id, action, _actor(principal), now, memory.id)
-    org_log.record(conn, principal, draft.user_id, action, memory_id=memory.id, draft_id=draft.id)
-    return memory
+    org_log.record(conn, principal, draft.user_id, action, memory_id=current.id, draft_id=draft.id)
+    audit = drafts.audit_statement(
+        draft.user_id, draft.id, action, _actor(principal), now, current.id
+    )
+    return edits.apply(conn, principal, current, change, source, keep_revisions, also=[gone, audit])
 
 
 def reject(db: Database, principal: Principal, draft_id: str) -> None:
@@ -231,11 +240,12 @@ def reject(db: Database, principal: Principal, draft_id: str) -> None:
 
 
 def _visible_draft(
-    conn: Connection, principal: Principal, draft_id: str, now: datetime
+    conn: Connection, principal: Principal, draft_id: str, now: datetime, *, lock: bool = False
 ) -> drafts.DraftRow | None:
-    """The live draft with this id that the principal may see (acl), or None."""
+    """The live draft with this id that the principal may see (acl), or None; lock=True
+    locks its row to commit."""
     for owner in acl.draft_owners(principal):
-        row = drafts.get_draft(conn, owner, draft_id, now)
+        row = drafts.get_draft(conn, owner, draft_id, now, lock=lock)
         if row is not None:
             return row if acl.may_see_draft(principal, owner, row.created_by) else None
     return None

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 
 from memory_bank.ids import new_id
+from memory_bank.store import batch
 from memory_bank.store.memories import NewContext
 from memory_bank.store.owners import Owner
 from memory_bank.store.schema import memory_draft, review_audit
@@ -133,15 +134,17 @@ def insert_draft(
     return row
 
 
-def get_draft(conn: Connection, user_id: str, draft_id: str, now: datetime) -> DraftRow | None:
-    """The user's live (unexpired) draft with this id, or None."""
-    found = conn.execute(
-        select(memory_draft).where(
-            memory_draft.c.user_id == user_id,
-            memory_draft.c.id == draft_id,
-            memory_draft.c.expires_at > now,
-        )
-    ).first()
+def get_draft(
+    conn: Connection, user_id: str, draft_id: str, now: datetime, *, lock: bool = False
+) -> DraftRow | None:
+    """The user's live (unexpired) draft with this id, or None; lock=True locks its row to
+    commit (MySQL/MariaDB), so that of two reviewers the second waits, then finds none."""
+    stmt = select(memory_draft).where(
+        memory_draft.c.user_id == user_id,
+        memory_draft.c.id == draft_id,
+        memory_draft.c.expires_at > now,
+    )
+    found = conn.execute(stmt.with_for_update() if lock else stmt).first()
     return _row(found, data_keys.sealer(conn, user_id)) if found is not None else None
 
 
@@ -207,6 +210,30 @@ def users_with_expired(conn: Connection, now: datetime) -> list[str]:
         select(memory_draft.c.user_id).where(memory_draft.c.expires_at <= now).distinct()
     ).all()
     return [r.user_id for r in rows]
+
+
+def delete_statement(user_id: str, draft_id: str) -> batch.Statement:
+    """The DELETE of the user's draft, for a transaction that read it with its row locked
+    (get_draft(lock=True)); batch.run sends it."""
+    return batch.Statement(
+        "DELETE FROM memory_draft WHERE user_id = %s AND id = %s", (user_id, draft_id)
+    )
+
+
+def audit_statement(
+    user_id: str,
+    draft_id: str,
+    action: str,
+    actor: Actor,
+    now: datetime,
+    memory_id: str | None = None,
+) -> batch.Statement:
+    """The INSERT of one audit row; batch.run sends it."""
+    return batch.Statement(
+        "INSERT INTO review_audit (id, user_id, draft_id, action, actor_key_id, actor_source, "
+        "memory_id, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (new_id("rva"), user_id, draft_id, action, actor.key_id, actor.source, memory_id, now),
+    )
 
 
 def audit(

@@ -140,10 +140,19 @@ def _tune_sqlite(engine: Engine) -> None:
 
 # What a connection to a Spider head (docs/scale-out.md) sets for itself, whatever the head's
 # globals say: aggregates computed on the head (with spider_direct_aggregate ON, BM25's
-# document frequencies and scores came back different), and no group-by handler (it garbled
-# long text values read with a join). A server without Spider refuses the statement (unknown
-# variable): nothing to set there.
-SPIDER_SESSION = "SET SESSION spider_direct_aggregate = OFF, spider_disable_group_by_handler = ON"
+# document frequencies and scores came back different); no group-by handler (it garbled long
+# text values read with a join); its backend connections kept in the head's pool
+# (spider_conn_recycle_mode = 1: with the default 0 the head connected to the owner's backend
+# anew for every transaction and sent its session settings, SET NAMES and the database again,
+# most of what a backend received; 2, kept per session, left each session a dead connection
+# to a backend that restarted, and its next request there failed); and a batched key read
+# sent as one statement over a UNION ALL of the keys (spider_bka_mode = 2) instead of a
+# temporary table made, filled, joined and dropped on the backend. A server without Spider
+# refuses the statement (unknown variable): nothing to set there.
+SPIDER_SESSION = (
+    "SET SESSION spider_direct_aggregate = OFF, spider_disable_group_by_handler = ON, "
+    "spider_conn_recycle_mode = 1, spider_bka_mode = 2"
+)
 
 
 def _spider_session(engine: Engine) -> None:

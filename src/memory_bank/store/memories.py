@@ -184,9 +184,17 @@ def _page(
 def locked(conn: Connection, user_id: str, memory_id: str) -> MemoryRow | None:
     """The owner's memory with its contexts, its row locked to commit (MySQL/MariaDB; SQLite
     writers are serial), so an edit decided on its revision cannot race another."""
-    if not lock_row(conn, user_id, memory_id):
+    sqlite = is_sqlite(conn)
+    # The row is read and locked by one statement: an edit's reads before its write batch are
+    # this and its contexts (store/memory_writes.py).
+    stmt = _GET[True] if sqlite else _GET_LOCKED
+    found = conn.execute(stmt, _owned_params(sqlite, user_id, [memory_id])).first()
+    if found is None:
         return None
-    return get_memories(conn, user_id, [memory_id]).get(memory_id)
+    seal = data_keys.sealer(conn, user_id)
+    rows = {memory_id: _row(found, seal)}
+    _attach_contexts(conn, user_id, rows, seal)
+    return rows[memory_id]
 
 
 def lock_row(conn: Connection, user_id: str, memory_id: str) -> bool:
@@ -258,6 +266,8 @@ _GET = {
     sqlite: select(memory).where(_owned(sqlite, memory.c.user_id, memory.c.id))
     for sqlite in (True, False)
 }
+# A locking read of one owner's memory through its key, as _owner_lock below.
+_GET_LOCKED = _GET[False].with_for_update()
 _BY_ID = select(memory).where(_owned(True, memory.c.user_id, memory.c.id))
 _CONTEXTS_OF = {
     sqlite: select(memory_context)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, update
+from sqlalchemy import Connection
 
 from memory_bank.ids import new_id, utcnow
 from memory_bank.store import batch, postings, revisions, tombstones, vectors
@@ -27,19 +27,40 @@ def insert_memory(
     contexts: Sequence[NewContext],
     index: postings.Postings,
     *,
-    memory_id: str | None = None,
-    created_at: datetime | None = None,
     commit: bool = False,
-    updated_at: datetime | None = None,
-    context_ids: Sequence[str] | None = None,
-    context_times: Sequence[datetime] | None = None,
+    **given: Any,
 ) -> MemoryRow:
-    """Write a memory, its contexts and its index postings in the caller's transaction.
+    """Write a memory, its contexts and its index postings in the caller's transaction
+    (insert_statements; `given` as there).
 
     commit=True, for a caller whose transaction ends with this write: on MySQL/MariaDB the
     COMMIT then travels in the same round trip as the writes (batch.execute); elsewhere the
-    caller's transaction commits as usual. updated_at and the contexts' ids and times are
-    given only when restoring an export (users import).
+    caller's transaction commits as usual.
+    """
+    row, statements = insert_statements(conn, owner, content, tags, contexts, index, **given)
+    batch.run(conn, statements, commit=commit)
+    return row
+
+
+def insert_statements(
+    conn: Connection,
+    owner: Owner,
+    content: str,
+    tags: Sequence[str],
+    contexts: Sequence[NewContext],
+    index: postings.Postings,
+    *,
+    memory_id: str | None = None,
+    created_at: datetime | None = None,
+    updated_at: datetime | None = None,
+    context_ids: Sequence[str] | None = None,
+    context_times: Sequence[datetime] | None = None,
+) -> tuple[MemoryRow, list[batch.Statement]]:
+    """A new memory and the statements that write it, its contexts, postings, statistics, tags
+    and queued embedding (batch.run sends them; insert_memory does).
+
+    updated_at and the contexts' ids and times are given only when restoring an export (users
+    import).
     """
     now = created_at or utcnow()
     mid = memory_id or new_id("mem")
@@ -91,7 +112,6 @@ def insert_memory(
     if vectors.queueing(conn):
         # The outbox row commits with the memory: the worker embeds it later (store/vectors.py).
         statements += vectors.queue_statements(owner.user_id, [mid])
-    batch.run(conn, statements, commit=commit)
     return MemoryRow(
         id=mid,
         user_id=owner.user_id,
@@ -103,68 +123,94 @@ def insert_memory(
         updated_at=updated_at or now,
         contexts=shown,
         created_by=owner.created_by,
-    )
+    ), statements
 
 
-def update_memory(
+def update_statements(
     conn: Connection,
     row: MemoryRow,
     contexts: Sequence[dict[str, Any]] | None,
     index: postings.Postings | None,
-) -> None:
-    """Write an edited memory over its stored state: content, tags, revision and time; its
-    contexts when given (replacing all); its postings when given (old ones removed)."""
+    *,
+    tags_changed: bool = True,
+) -> list[batch.Statement]:
+    """The statements that write an edited memory over its stored state: content, tags,
+    revision and time; its contexts when given (replacing all); its postings when given (old
+    ones removed, the statistics adjusted in the same UPDATE); its tag rows when its tags
+    changed. batch.run sends them."""
     seal = data_keys.sealer(conn, row.user_id, create=True)
     tags_text = json.dumps(list(row.tags), ensure_ascii=False)
-    conn.execute(
-        update(memory)
-        .where(memory.c.user_id == row.user_id, memory.c.id == row.id)
-        .values(
-            content=seal.seal("memory.content", row.id, row.content),
-            tags=seal.seal("memory.tags", row.id, tags_text),
-            revision=row.revision,
-            updated_at=row.updated_at,
+    statements = [
+        batch.Statement(
+            "UPDATE memory SET content = %s, tags = %s, revision = %s, updated_at = %s "
+            "WHERE user_id = %s AND id = %s",
+            (
+                seal.seal("memory.content", row.id, row.content),
+                seal.seal("memory.tags", row.id, tags_text),
+                row.revision,
+                row.updated_at,
+                row.user_id,
+                row.id,
+            ),
         )
-    )
+    ]
     if contexts is not None:
-        conn.execute(
-            delete(memory_context).where(
-                memory_context.c.user_id == row.user_id, memory_context.c.memory_id == row.id
-            )
-        )
         rows = [
             {"memory_id": row.id, "user_id": row.user_id, "position": pos, **seal_context(seal, c)}
             for pos, c in enumerate(contexts)
         ]
-        batch.run(conn, batch.inserts(memory_context, rows))
+        statements += [_contexts_gone(row.user_id, row.id), *batch.inserts(memory_context, rows)]
     if index is not None:
-        postings.remove(conn, row.user_id, row.id)
-        batch.run(
-            conn,
-            postings.add_statements(conn.dialect.name, row.user_id, row.id, seal.postings(index)),
+        index = seal.postings(index)
+        statements += postings.swap_statements(conn.dialect.name, row.user_id, row.id, index)
+    if tags_changed:
+        statements += memory_tags.replace_statements(
+            seal, row.user_id, row.id, row.created_at, row.tags
         )
-        memory_tags.replace(conn, seal, row.user_id, row.id, row.created_at, row.tags)
+    return statements
+
+
+def delete_statements(
+    dialect: str, user_id: str, memory_id: str, now: datetime
+) -> list[batch.Statement]:
+    """The statements that delete the user's memory, its contexts, postings (statistics
+    adjusted), tags, revisions, vector and queued jobs, leaving a tombstone; batch.run sends
+    them, in a transaction that holds the memory's row locked."""
+    return [
+        *postings.swap_statements(dialect, user_id, memory_id, None),
+        *memory_tags.remove_statements(user_id, memory_id),
+        revisions.delete_statement(user_id, memory_id),
+        # Its vector and queued jobs go too (whether or not search uses them now).
+        *vectors.remove_statements(dialect, user_id, memory_id),
+        _contexts_gone(user_id, memory_id),
+        batch.Statement("DELETE FROM memory WHERE user_id = %s AND id = %s", (user_id, memory_id)),
+        tombstones.add_statement(user_id, memory_id, now),
+    ]
 
 
 def delete_memory(
-    conn: Connection, user_id: str, memory_id: str, now: datetime | None = None
+    conn: Connection,
+    user_id: str,
+    memory_id: str,
+    now: datetime | None = None,
+    *,
+    locked: bool = False,
+    commit: bool = False,
 ) -> bool:
     """Delete the user's memory, its contexts and postings, leaving a tombstone (its id and
-    the time); False when it is not theirs."""
+    the time); False when it is not theirs. locked=True: the caller holds the row locked
+    already (it read it with a locking read); commit=True: the transaction's last write."""
     # Locked (MySQL/MariaDB; SQLite writers are serial anyway): of two deletes of one memory,
     # the second waits for the first and finds it gone, rather than deleting it twice.
-    if not lock_row(conn, user_id, memory_id):
+    if not locked and not lock_row(conn, user_id, memory_id):
         return False
-    postings.remove(conn, user_id, memory_id)
-    memory_tags.remove(conn, user_id, [memory_id])
-    revisions.delete_revisions(conn, user_id, memory_id)
-    # Its vector and queued jobs go in the same transaction (whether or not search uses them now).
-    vectors.remove(conn, user_id, memory_id)
-    conn.execute(
-        delete(memory_context).where(
-            memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
-        )
-    )
-    conn.execute(delete(memory).where(memory.c.user_id == user_id, memory.c.id == memory_id))
-    tombstones.add(conn, user_id, memory_id, now or utcnow())
+    statements = delete_statements(conn.dialect.name, user_id, memory_id, now or utcnow())
+    batch.run(conn, statements, commit=commit)
     return True
+
+
+def _contexts_gone(user_id: str, memory_id: str) -> batch.Statement:
+    """The DELETE of one memory's contexts."""
+    return batch.Statement(
+        "DELETE FROM memory_context WHERE user_id = %s AND memory_id = %s", (user_id, memory_id)
+    )

@@ -81,19 +81,46 @@ def stats_statements(dialect: str, user_id: str, docs: int, length: int) -> list
     ]
 
 
-def remove(conn: Connection, user_id: str, memory_id: str) -> None:
-    """Remove one memory's postings and update the user's statistics."""
-    doc_len = conn.execute(
-        select(memory_term.c.doc_len)
-        .where(memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id)
-        .limit(1)
-    ).scalar()
-    conn.execute(
-        delete(memory_term).where(
-            memory_term.c.user_id == user_id, memory_term.c.memory_id == memory_id
-        )
-    )
-    bump_stats(conn, user_id, -1, -(doc_len or 0))
+def swap_statements(
+    dialect: str, user_id: str, memory_id: str, postings: Postings | None
+) -> list[batch.Statement]:
+    """Replace a stored memory's postings with these (None: remove them, as its delete does),
+    its statistics adjusted by one UPDATE; batch.run sends them.
+
+    The statistics take the old document length from the postings they precede, so nothing has
+    to be read before the batch. The memory exists, so its owner's statistics row does: one
+    plain UPDATE of that row, with none of an upsert's gap locks (stats_statements).
+    """
+    docs, length = (0, postings.length) if postings is not None else (-1, 0)
+    rows = posting_rows(user_id, memory_id, postings) if postings and postings.terms else []
+    old_len = "SELECT doc_len FROM memory_term WHERE user_id = %s AND memory_id = %s LIMIT 1"
+    if dialect == "sqlite":
+        stats = [
+            batch.Statement(
+                "UPDATE memory_user_stats SET doc_count = doc_count + %s, total_len = total_len "
+                f"+ %s - COALESCE(({old_len}), 0) WHERE user_id = %s",
+                (docs, length, user_id, memory_id, user_id),
+            )
+        ]
+    else:
+        # The old length in a session variable, then an UPDATE that names no other table: a
+        # Spider head sends that UPDATE to the backend as it is (with the subquery in it, it
+        # read the statistics row first and updated it by its old values: a statement more).
+        stats = [
+            batch.Statement(f"SET @memory_bank_old_len = ({old_len})", (user_id, memory_id)),
+            batch.Statement(
+                "UPDATE memory_user_stats SET doc_count = doc_count + %s, total_len = total_len "
+                "+ %s - COALESCE(@memory_bank_old_len, 0) WHERE user_id = %s",
+                (docs, length, user_id),
+            ),
+        ]
+    return [
+        *stats,
+        batch.Statement(
+            "DELETE FROM memory_term WHERE user_id = %s AND memory_id = %s", (user_id, memory_id)
+        ),
+        *batch.inserts(memory_term, rows),
+    ]
 
 
 def replace(conn: Connection, user_id: str, entries: Mapping[str, Postings]) -> None:

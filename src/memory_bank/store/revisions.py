@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, func, select
 
 from memory_bank.ids import iso, new_id, parse_iso
+from memory_bank.store import batch
 from memory_bank.store.schema import memory_revision
 from memory_bank.store.sealing import data_keys
 
@@ -32,38 +33,44 @@ class RevisionRow:
     edited_at: datetime
 
 
-def insert_revision(conn: Connection, user_id: str, memory_id: str, row: RevisionRow) -> None:
-    """Append one revision of the owner's memory, sealed."""
+_COLUMNS = "id, user_id, memory_id, revision, content, tags, contexts, source, edited_at"
+
+
+def insert_statement(
+    conn: Connection, user_id: str, memory_id: str, row: RevisionRow
+) -> batch.Statement:
+    """The INSERT of one revision of the owner's memory, sealed; batch.run sends it."""
     rid = new_id("mrv")
     seal = data_keys.sealer(conn, user_id, create=True)
     contexts = [{**c, "created_at": iso(c["created_at"])} for c in row.contexts]
-    conn.execute(
-        insert(memory_revision).values(
-            id=rid,
-            user_id=user_id,
-            memory_id=memory_id,
-            revision=row.revision,
-            content=seal.seal("memory_revision.content", rid, row.content),
-            tags=seal.seal("memory_revision.tags", rid, json.dumps(row.tags, ensure_ascii=False)),
-            contexts=seal.seal(
-                "memory_revision.contexts", rid, json.dumps(contexts, ensure_ascii=False)
-            ),
-            source=row.source,
-            edited_at=row.edited_at,
-        )
+    values = (
+        rid,
+        user_id,
+        memory_id,
+        row.revision,
+        seal.seal("memory_revision.content", rid, row.content),
+        seal.seal("memory_revision.tags", rid, json.dumps(row.tags, ensure_ascii=False)),
+        seal.seal("memory_revision.contexts", rid, json.dumps(contexts, ensure_ascii=False)),
+        row.source,
+        row.edited_at,
+    )
+    marks = ", ".join(["%s"] * len(values))
+    return batch.Statement(f"INSERT INTO memory_revision ({_COLUMNS}) VALUES ({marks})", values)
+
+
+def drop_before_statement(user_id: str, memory_id: str, revision: int) -> batch.Statement:
+    """Forget the owner's memory's revisions numbered below `revision`; batch.run sends it."""
+    return batch.Statement(
+        "DELETE FROM memory_revision WHERE user_id = %s AND memory_id = %s AND revision < %s",
+        (user_id, memory_id, revision),
     )
 
 
-def exists(conn: Connection, user_id: str, memory_id: str, revision: int) -> bool:
-    """Whether this revision of the owner's memory is stored."""
-    found = conn.execute(
-        select(memory_revision.c.id).where(
-            memory_revision.c.user_id == user_id,
-            memory_revision.c.memory_id == memory_id,
-            memory_revision.c.revision == revision,
-        )
-    ).first()
-    return found is not None
+def delete_statement(user_id: str, memory_id: str) -> batch.Statement:
+    """Forget every revision of the owner's memory; batch.run sends it."""
+    return batch.Statement(
+        "DELETE FROM memory_revision WHERE user_id = %s AND memory_id = %s", (user_id, memory_id)
+    )
 
 
 def get_revision(
@@ -96,26 +103,6 @@ def oldest(conn: Connection, user_id: str, memory_id: str) -> int | None:
         )
     ).scalar()
     return None if found is None else int(found)
-
-
-def drop_before(conn: Connection, user_id: str, memory_id: str, revision: int) -> None:
-    """Forget the owner's memory's revisions numbered below `revision`."""
-    conn.execute(
-        delete(memory_revision).where(
-            memory_revision.c.user_id == user_id,
-            memory_revision.c.memory_id == memory_id,
-            memory_revision.c.revision < revision,
-        )
-    )
-
-
-def delete_revisions(conn: Connection, user_id: str, memory_id: str) -> None:
-    """Forget every revision of the owner's memory (with the memory, in its transaction)."""
-    conn.execute(
-        delete(memory_revision).where(
-            memory_revision.c.user_id == user_id, memory_revision.c.memory_id == memory_id
-        )
-    )
 
 
 def _row(r: Any, seal: data_keys.Sealer) -> RevisionRow:

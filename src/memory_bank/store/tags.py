@@ -46,6 +46,27 @@ def add_statements(rows: Sequence[dict[str, object]]) -> list[batch.Statement]:
     return batch.inserts(memory_tag, rows)
 
 
+def remove_statements(user_id: str, memory_id: str) -> list[batch.Statement]:
+    """Delete one memory's tag rows; batch.run sends it."""
+    return [
+        batch.Statement(
+            "DELETE FROM memory_tag WHERE user_id = %s AND memory_id = %s", (user_id, memory_id)
+        )
+    ]
+
+
+def replace_statements(
+    seal: data_keys.Sealer,
+    user_id: str,
+    memory_id: str,
+    created_at: datetime,
+    tags: Iterable[str],
+) -> list[batch.Statement]:
+    """Swap one memory's tag rows for those of its tags now; batch.run sends them."""
+    rows = tag_rows(seal, user_id, memory_id, created_at, tags)
+    return [*remove_statements(user_id, memory_id), *add_statements(rows)]
+
+
 def remove(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> None:
     """Delete these memories' tag rows."""
     if memory_ids:
@@ -64,9 +85,8 @@ def replace(
     created_at: datetime,
     tags: Iterable[str],
 ) -> None:
-    """Swap one memory's tag rows for those of its tags now (an edit, a conversion)."""
-    remove(conn, user_id, [memory_id])
-    batch.run(conn, add_statements(tag_rows(seal, user_id, memory_id, created_at, tags)))
+    """Swap one memory's tag rows for those of its tags now (a conversion)."""
+    batch.run(conn, replace_statements(seal, user_id, memory_id, created_at, tags))
 
 
 def rebuild_batch(conn: Connection, user_id: str, after: str, size: int) -> list[str]:

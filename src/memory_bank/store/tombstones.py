@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, select
 
+from memory_bank.store import batch
 from memory_bank.store.schema import memory_tombstone
 
 
-def add(conn: Connection, user_id: str, memory_id: str, when: datetime) -> None:
-    """Remember that the user deleted this memory at this time."""
-    conn.execute(
-        insert(memory_tombstone).values(user_id=user_id, memory_id=memory_id, deleted_at=when)
+def add_statement(user_id: str, memory_id: str, when: datetime) -> batch.Statement:
+    """Remember that the user deleted this memory at this time; batch.run sends it."""
+    return batch.Statement(
+        "INSERT INTO memory_tombstone (user_id, memory_id, deleted_at) VALUES (%s, %s, %s)",
+        (user_id, memory_id, when),
     )
 
 

@@ -284,28 +284,51 @@ def drop_jobs(conn: Connection, user_id: str, job_ids: Iterable[int]) -> None:
         )
 
 
+def remove_statements(dialect: str, user_id: str, memory_id: str) -> list[batch.Statement]:
+    """Delete a memory's vector and queued jobs, giving its owner a new vector version when it
+    had a vector; batch.run sends them (in the memory's delete or edit transaction, which holds
+    the memory's row locked, as store() does before it writes a vector)."""
+    # Whether it had a vector is asked by the version's own statement, before the vector goes:
+    # not read first (a round trip) nor taken from the DELETE's row count (0 on Spider).
+    if dialect == "sqlite":
+        head, tail = "", "ON CONFLICT (user_id) DO UPDATE SET version = excluded.version"
+    else:
+        head, tail = " FROM DUAL", "ON DUPLICATE KEY UPDATE version = VALUES(version)"
+    return [
+        batch.Statement(
+            "DELETE FROM embedding_job WHERE user_id = %s AND memory_id = %s",
+            (user_id, memory_id),
+        ),
+        batch.Statement(
+            f"INSERT INTO vector_version (user_id, version) SELECT %s, %s{head} WHERE EXISTS "
+            "(SELECT 1 FROM memory_vector WHERE user_id = %s AND memory_id = %s) " + tail,
+            (user_id, secrets.token_hex(16), user_id, memory_id),
+        ),
+        batch.Statement(
+            "DELETE FROM memory_vector WHERE user_id = %s AND memory_id = %s",
+            (user_id, memory_id),
+        ),
+    ]
+
+
 def remove(conn: Connection, user_id: str, memory_id: str) -> None:
-    """Delete a memory's vector and queued jobs (the memory's delete or edit transaction,
-    which holds the memory's row locked, as store() does before it writes a vector)."""
-    conn.execute(
-        delete(embedding_job).where(
-            embedding_job.c.user_id == user_id, embedding_job.c.memory_id == memory_id
-        )
-    )
-    # Whether it had a vector is read, not taken from the DELETE's row count (0 on Spider).
-    this_vector = (memory_vector.c.user_id == user_id, memory_vector.c.memory_id == memory_id)
-    had = conn.execute(select(memory_vector.c.memory_id).where(*this_vector)).first() is not None
-    if had:
-        conn.execute(delete(memory_vector).where(*this_vector))
-        bump(conn, user_id)
+    """Delete a memory's vector and queued jobs (remove_statements), now."""
+    batch.run(conn, remove_statements(conn.dialect.name, user_id, memory_id))
+
+
+def changed_statements(conn: Connection, user_id: str, memory_id: str) -> list[batch.Statement]:
+    """A memory's text changed (an edit, a restore): drop its vector and, with semantic search
+    on, queue a new embedding, in the caller's transaction, so no ranking uses a stale vector;
+    batch.run sends them."""
+    statements = remove_statements(conn.dialect.name, user_id, memory_id)
+    if queueing(conn):
+        statements += queue_statements(user_id, [memory_id])
+    return statements
 
 
 def content_changed(conn: Connection, user_id: str, memory_id: str) -> None:
-    """A memory's text changed (an edit, a restore): drop its vector and, with semantic search
-    on, queue a new embedding, in the caller's transaction, so no ranking uses a stale vector."""
-    remove(conn, user_id, memory_id)
-    if queueing(conn):
-        queue(conn, user_id, [memory_id])
+    """A memory's text changed: changed_statements, sent now."""
+    batch.run(conn, changed_statements(conn, user_id, memory_id))
 
 
 def bump(conn: Connection, user_id: str) -> None:
