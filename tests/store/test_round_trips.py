@@ -34,7 +34,7 @@ EXPECTED = {
     # check, the memory locked, its contexts, then each write on its own (10) and the COMMIT:
     # the PATCH runs on the main pool (domain/writes.edit), which does not batch; on the batch
     # pool it is 4, as a restore's without the revision read.
-    "edit": 14,
+    "edit": 4,
     "restore": 5,  # check, the memory locked, its contexts, the revision, the batch
     "delete": 4,  # check, old tombstones, the memory locked, the batch
     "confirm": 3,  # check, the draft locked, the batch

@@ -72,4 +72,4 @@ def edit(
         edited = edits.apply(conn, principal, current, change, principal.source, keep)
         return Outcome(memory=memories.shape(edited), written=edited is not current)
 
-    return db.writing(work)
+    return db.writing(work, batched=True)
