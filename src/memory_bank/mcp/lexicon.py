@@ -3,7 +3,7 @@ French and Spanish: grammar, a few set phrases, and one class of verbs that says
 which capability (those that ask to see something); no nouns.
 
 What a phrase asks for is read from the capabilities' own text and the spec's example
-phrasings (mcp/ranking.py); these lists only say which words are grammar: which ones negate,
+phrasings (mcp/ranking/); these lists only say which words are grammar: which ones negate,
 open a question or a polite request, introduce the content of a save ("that", "dass", "que"),
 or say nothing at all. Words are written folded, as ranking.fold leaves them (lower case, no
 accents), so "über" is "uber" and "qué" is "que".
