@@ -135,26 +135,17 @@ class Index:
         none fits."""
         if word in self.words or len(word) < 5:
             return (word,)
-        # British and American spellings: "organization" is "organisation", "memorise" is
-        # "memorize".
-        for one, other in (("iz", "is"), ("is", "iz")):
+        # Another spelling ("organization" is "organisation"), an imperative without its
+        # pronouns ("bórralo" is "borra"), with or without its "e" ("Änder" of "Ändere"), or
+        # a formal imperative's vowel swapped ("elimine" of "elimina"): mcp/languages/.
+        for one, other in lexicon.RESPELL_INFIXES:
             if one in word and word.replace(one, other) in self.words:
                 return (word.replace(one, other),)
-        for pronoun in lexicon.ENCLITICS:
-            bare = word[: -len(pronoun)]
-            if word.endswith(pronoun) and bare in self.words:
-                return (bare,)
-        # A German imperative drops its "e" ("Änder das" of "Ändere"), or keeps it
-        # ("Korrigiere" of "Korrigier").
-        if word + "e" in self.words:
-            return (word + "e",)
-        if word.endswith("e") and word[:-1] in self.words:
-            return (word[:-1],)
-        # A Spanish formal imperative swaps the imperative's vowel ("elimine", "actualice",
-        # "guarde" of "elimina", "actualiza", "guarda").
-        for formal, familiar in (("ice", "iza"), ("e", "a"), ("a", "e")):
-            if word.endswith(formal) and word[: -len(formal)] + familiar in self.words:
-                return (word[: -len(formal)] + familiar,)
+        suffixes = [(pronoun, "") for pronoun in lexicon.ENCLITICS] + lexicon.RESPELL_SUFFIXES
+        for ending, other in suffixes:
+            bare = word[: len(word) - len(ending)]
+            if word.endswith(ending) and bare + other in self.words:
+                return (bare + other,)
         # An inflected form of a known word its stem does not find: "merken" of "merk",
         # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
         endings = () if word[:5] in self.stems else lexicon.ENDINGS

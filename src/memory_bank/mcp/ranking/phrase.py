@@ -23,9 +23,12 @@ ID = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
 
 ID_HINT = re.compile(r"\b([a-z][a-z0-9]*)_\.\.\.")
 
-_CLITIC = re.compile(r"^([a-z]+)'(d|ll|re|ve|m)$")
+# The longest first, so that an alternation of them finds the whole one.
+_CLITICS = "|".join(sorted(lexicon.CLITICS, key=lambda w: (-len(w), w)))
+_ELIDED = "|".join(sorted(lexicon.ELISIONS, key=lambda w: (-len(w), w)))
+_CLITIC = re.compile(r"^([a-z]+)'(" + _CLITICS + r")$")
 
-_ELISION = re.compile(r"^(l|d|j|t|s|m|n|c|qu)'(.+)$")
+_ELISION = re.compile(r"^(" + _ELIDED + r")'(.+)$")
 
 
 def fold(text: str) -> str:
@@ -171,7 +174,7 @@ def _introduces(word: str, rest: list[str]) -> bool:
     something ("delete that memory"): English "that" needs a clause after it."""
     if word not in lexicon.COMPLEMENTIZERS:
         return False
-    if word != "that":
+    if word not in lexicon.BARE_COMPLEMENTIZERS:
         return True
     # Not before a preposition or an item's noun: "put that in memory", "make that memory".
     if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
@@ -201,7 +204,7 @@ def _opens_clause(word: str, rest: list[str]) -> bool:
 
 def _commands(words: list[str]) -> bool:
     """Whether a phrase that looks like a question is an instruction ("don't forget ...")."""
-    return words[:2] == ["do", "not"]
+    return any(tuple(words[: len(opening)]) == opening for opening in lexicon.COMMAND_OPENINGS)
 
 
 def _without_names(words: list[str]) -> list[str]:
@@ -232,7 +235,7 @@ def _clause(words: list[str], content: bool, relative: bool = False) -> Clause:
         if word not in lexicon.NEGATIONS:
             continue
         after = words[i + 1] if i + 1 < len(words) else ""
-        contrasts = word not in {"ne", "n"}  # French "ne" always stands before a verb
+        contrasts = word not in lexicon.PREVERBAL_NEGATIONS  # French "ne" stands before a verb
         valued = after in lexicon.ARTICLES or after in lexicon.PLACING or after[:1].isdigit()
         if i == 0 and contrasts and valued:
             contrast = True
