@@ -27,6 +27,7 @@ def test_a_negated_forget_is_kept():
     ("text", "first"),
     [
         ("it's the 19th, not the 18th", "patchMemoryById"),  # a contrast is a correction
+        ("ok, 15 h, pas 14 h", "patchMemoryById"),  # a contrast of nothing but values, too
         ("zebra quantum", "getMemorySearch"),  # no action named: the fallback
         ("user said: remember I'm vegan", "postMemory"),  # a frame reports the request
     ],

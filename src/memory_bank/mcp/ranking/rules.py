@@ -83,7 +83,12 @@ def _answer(
     or keeps one), not only the fallback's."""
     phrase = parse(query)
     if not any(meaningful(w) or ID.match(w) for w in phrase.words):
-        return Answer(()), False
+        if not any(c.contrast for c in phrase.clauses):
+            return Answer(()), False
+        # A value corrected and nothing else ("no, 3 pm, not 2 pm"): a correction is an edit,
+        # whatever words are around it.
+        edits = [c for c in index_of(manifest).capabilities if c.method == "PATCH"]
+        return Answer(tuple((c, CORRECTION_BONUS) for c in edits[:limit])), True
     index = index_of(manifest)
     phrase = respelled(phrase, index)
     by_name = {c.name: c for c in index.capabilities}
