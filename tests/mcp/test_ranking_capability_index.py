@@ -38,3 +38,10 @@ def test_relations_come_from_methods_and_paths(index):
     assert capability_index.reader_of(by_name["patchMemoryById"], every) is revisions
     assert capability_index.saver_of(by_name["getMemorySearch"], every) is by_name["postMemory"]
     assert capability_index.id_prefixes(by_name["getMemoryById"]) == {"mem"}
+
+
+def test_an_article_is_never_joined_to_its_noun(index):
+    # "anota" is a word of the spec ("Anota que …"); "a nota" is an article and a noun.
+    assert "anota" in index.words
+    joined = capability_index.respelled(phrase.parse("corrige a nota"), index)
+    assert joined.clauses[0].words == ("corrige", "a", "nota")

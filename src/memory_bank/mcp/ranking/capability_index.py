@@ -291,10 +291,11 @@ def index_of(manifest: Manifest) -> Index:
 
 
 def _joined(words: tuple[str, ...], index: Index) -> list[str]:
-    """Two words the capabilities' text writes as one ("back up" is "backup")."""
+    """Two words the capabilities' text writes as one ("back up" is "backup"); never an article
+    and its noun ("a nota" is no "anota")."""
     out: list[str] = []
     for word in words:
-        if out and out[-1] + word in index.words:
+        if out and out[-1] not in lexicon.ARTICLES and out[-1] + word in index.words:
             out[-1] += word
         else:
             out.append(word)
