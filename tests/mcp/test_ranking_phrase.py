@@ -42,3 +42,14 @@ def test_an_id_gives_its_kind_and_a_relative_clause_says_which_one():
 def test_grammar_numbers_and_ids_say_nothing_to_do():
     assert phrase.meaningful("delete")
     assert not any(map(phrase.meaningful, ("the", "not", "42", "mem_abc", phrase.SLOT)))
+
+
+def test_a_tag_asks_of_a_statement_not_of_a_request():
+    assert phrase.parse("you don't remember my order, do you?").question
+    assert phrase.parse("No te acuerdas de mi pedido, ¿verdad?").question
+    assert not phrase.parse("merk dir das, ja?").question
+
+
+def test_fillers_say_nothing():
+    assert not phrase.meaningful("uh")
+    assert phrase.parse("euh, qu'est-ce que tu sais sur Bob ?").question

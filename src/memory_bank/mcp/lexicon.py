@@ -57,6 +57,10 @@ ARTICLES = _words("ARTICLES")
 PLACING = _words("PLACING")
 # Words that open a question.
 QUESTION_LEADS = _words("QUESTION_LEADS")
+# The words a question's tag is made of ("..., right?", "..., oder?", "..., ¿verdad?").
+TAGS = _words("TAGS")
+# Fillers before a request, which say nothing ("um", "ähm", "euh", "pues").
+FILLERS = _words("FILLERS")
 # Subject pronouns: the verb after one leads ("tu peux noter ...").
 SUBJECTS = _words("SUBJECTS")
 # Words that open a polite request, not a question ("can you ...", "kannst du ...").
@@ -72,6 +76,8 @@ OBJECT_LEADS = _words("OBJECT_LEADS")
 VOLITION = _words("VOLITION")
 # Words that say a later clause gives a new value ("the new one is ...").
 REPLACEMENTS = _words("REPLACEMENTS")
+# Words that say a value changed ("it changed, it's now ...", "mudou, agora é ...").
+CHANGED = _words("CHANGED")
 # Set phrases read as what they say: "off the record" is "not record", "for future reference"
 # is "note", a discourse marker ("on second thought") is nothing.
 IDIOMS: dict[tuple[str, ...], tuple[str, ...]] = {

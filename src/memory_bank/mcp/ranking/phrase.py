@@ -29,6 +29,8 @@ _ELIDED = "|".join(sorted(lexicon.ELISIONS, key=lambda w: (-len(w), w)))
 _CLITIC = re.compile(r"^([a-z]+)'(" + _CLITICS + r")$")
 
 _ELISION = re.compile(r"^(" + _ELIDED + r")'(.+)$")
+# A question's last words after a comma, which may be its tag ("..., n'est-ce pas ?").
+_TAG = re.compile(r"[,;]\s*\u00bf?\s*([a-z' -]{1,30}?)\s*\?\s*$")
 
 
 def fold(text: str) -> str:
@@ -106,12 +108,24 @@ def parse(text: str) -> Phrase:
     flat = [w for piece in pieces[::2] for w in _without_names(_split_words(piece))]
     # "Tu peux noter ...", "du kannst ...": the verb after a subject pronoun leads.
     # "¿Me puedes apuntar ...?", "te importa ...": and so does one after an object pronoun.
+    # Fillers say nothing ("ähm, merk dir ...", "um so like ..."): the word after them leads.
+    while flat[1:] and flat[0] in lexicon.FILLERS:
+        flat = flat[1:]
     lead = flat
     while lead[1:] and (lead[0] in lexicon.SUBJECTS or lead[0] in lexicon.OBJECT_LEADS):
         lead = lead[1:]
     first = lead[0] if lead else ""
-    asks = folded.strip().endswith("?") or "\u00bf" in text or first in lexicon.QUESTION_LEADS
-    question = asks and first not in lexicon.REQUEST_LEADS and not _commands(flat)
+    untagged = _untagged(folded)
+    if untagged is not None:
+        # A tag ("..., ja?", "..., do you?", "¿verdad?") asks of a statement, not of a request:
+        # "you don't remember my order, do you?" asks; "merk dir das, ja?" asks for a save.
+        asks = bool(flat) and (flat[0] in lexicon.SUBJECTS or flat[0] in lexicon.NEGATIONS)
+        pieces = _BOUNDARY.split(untagged)
+    else:
+        asks = folded.strip().endswith("?") or "\u00bf" in text
+    asks = asks or first in lexicon.QUESTION_LEADS
+    polite = first in lexicon.REQUEST_LEADS and untagged is None
+    question = asks and not polite and not _commands(flat)
     clauses: list[Clause] = []
     content = acted = relative = False
     for number, piece in enumerate(pieces):
@@ -155,6 +169,16 @@ def parse(text: str) -> Phrase:
         relative = False
     ids = frozenset(m.group(1) for w in flat if (m := ID.match(w)))
     return Phrase(tuple(clauses), question, ids)
+
+
+def _untagged(folded: str) -> str | None:
+    """A question without its tag ("..., oder?", "..., do you?", ", ¿verdad?"), or None when it
+    ends in no tag after a statement."""
+    found = _TAG.search(folded)
+    if found is None or not found.start():
+        return None
+    words = _split_words(found.group(1))
+    return folded[: found.start()] if all(w in lexicon.TAGS for w in words) else None
 
 
 def _names_one(words: list[str]) -> bool:
@@ -254,6 +278,7 @@ def meaningful(word: str) -> bool:
         and word not in lexicon.NEGATIONS
         and word not in lexicon.TIME
         and word != SLOT
+        and word not in lexicon.FILLERS
         and not word.isdigit()
         and ID.match(word) is None
         and len(word) > 1

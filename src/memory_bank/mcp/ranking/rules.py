@@ -56,14 +56,26 @@ def answer(
 ) -> Answer:
     """What a phrase asks for among a manifest's capabilities and other operations; with an
     embedder, an English phrase is also ranked by meaning (module docstring)."""
+    return _unframed(manifest, query, limit, embedder, FRAMES)[0]
+
+
+# How many frames may stand before a request ("Thought: user mentioned X -> update ...").
+FRAMES = 3
+
+
+def _unframed(
+    manifest: Manifest, query: str, limit: int, embedder: Embedder | None, frames: int
+) -> tuple[Answer, bool]:
+    """_answer() of the request after any frames that name no action."""
     framed = _FRAMED.match(query)
-    if framed is not None and _frames(manifest, framed.group(1)):
+    if frames and framed is not None and _frames(manifest, framed.group(1)):
         # A frame that names no action but the fallback before a colon reports the request
-        # after it: "user said: remember I'm vegan", "quick one: what do I know about Acme?".
-        inner, named = _answer(manifest, framed.group(2), limit, embedder)
+        # after it: "user said: remember I'm vegan", "quick one: what do I know about Acme?";
+        # an agent's notes may stack them ("Thought: user mentioned X -> update ...").
+        inner, named = _unframed(manifest, framed.group(2), limit, embedder, frames - 1)
         if named:
-            return inner
-    return _answer(manifest, query, limit, embedder)[0]
+            return inner, named
+    return _answer(manifest, query, limit, embedder)
 
 
 def _frames(manifest: Manifest, head: str) -> bool:
@@ -117,8 +129,11 @@ def _answer(
     # a reason ("delete that memory, it's not true anymore"), it asks for nothing else.
     asked_for = max(scores.values(), default=0.0) >= KEEP_FLOOR
     meanings: list[tuple[Capability, float]] = []
+    correction = _corrects(phrase)
     for position in sorted(negated):
         clause = phrase.clauses[position]
+        if correction and not lexicon.COPULAS.isdisjoint(clause.words):
+            continue  # "n'est plus la bonne": a fact no longer so, its new value follows
         meant, similarity = index.negation_meaning(clause)
         if meant is not None and similarity >= NEGATION_MATCH:
             # The spec says what this negation means ("don't remember that" forgets).
@@ -150,7 +165,13 @@ def _answer(
         else:
             # A negated verb that is no clear "forget" refuses the change, and the safe
             # reading of a vague one ("no memorices esto") is not to save: nothing to do.
-            declined = keeper or by_name[top]
+            refused = keeper or by_name[top]
+            if phrase.question or refused.method != "POST" or "{" in refused.path:
+                # Only a save is declined ("nah, don't save that"): a negative question asks
+                # ("you don't remember my order, do you?"), and a phrase that names another
+                # action negated ("não me deixa esquecer ...") asks for something.
+                continue
+            declined = refused
             scores[declined.name] = min(scores[declined.name], 0.0)
     for meant, similarity in meanings:
         # Declining a save and saying not to remember it ("between us, no need to remember
@@ -175,7 +196,7 @@ def _answer(
         for capability in index.capabilities:
             if capability.method == "PATCH":
                 scores[capability.name] += CORRECTION_BONUS
-    if phrase.question:
+    if phrase.question and not kept:
         # A question asks to be told something, not to change anything: a question about a
         # change to a collection ("what did I save last week?") asks to read that collection.
         for capability in index.capabilities:
@@ -216,6 +237,13 @@ def _answer(
         for capability in index.capabilities:
             if "{" in capability.path:
                 scores[capability.name] *= NO_ID_FACTOR
+    fallback = next((c for c in index.capabilities if c.fallback), None)
+    saver = saver_of(fallback, index.capabilities) if fallback is not None else None
+    editor = editor_of(saver, index.capabilities) if saver is not None else None
+    if correction and editor is not None:
+        # A new value for a stored one is an edit, whatever else the phrase names ("the
+        # number you saved isn't that anymore, it's now ...").
+        scores[editor.name] = max(scores[editor.name], max(scores.values()) + TOPICAL_MARGIN)
     meaning = closeness(manifest, index, query, embedder) if embedder is not None else None
     if meaning is not None:
         scale_by_meaning(scores, meaning)
@@ -247,7 +275,7 @@ def _answer(
             # fact that is so "now" replaces an older one ("my manager is now Tom").
             editor = editor_of(saver, index.capabilities)
             now = states and not (lexicon.NOW | lexicon.REPLACEMENTS).isdisjoint(phrase.words)
-            keeper = editor if now and editor is not None else saver
+            keeper = editor if (now or correction) and editor is not None else saver
             scores[keeper.name] = scores[fallback.name] + TOPICAL_MARGIN
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
@@ -263,6 +291,23 @@ def rank(
     Only those that score above zero are returned; a phrase of nothing but grammar, or one
     that declines an action and asks for nothing else, finds nothing."""
     return list(answer(manifest, query, limit, embedder).ranked)
+
+
+def _corrects(phrase: Phrase) -> bool:
+    """Whether a statement gives a value "now" after denying or changing an older one ("ya no
+    es ese, ahora es ...", "n'est plus la bonne, c'est ... maintenant", "mudou, agora é ...")."""
+    if phrase.question:
+        return False
+    for position, clause in enumerate(phrase.clauses):
+        if lexicon.NOW.isdisjoint(clause.words) or lexicon.COPULAS.isdisjoint(clause.words):
+            continue
+        for before in phrase.clauses[:position]:
+            denied = not lexicon.NEGATIONS.isdisjoint(before.words) and not (
+                lexicon.COPULAS.isdisjoint(before.words)
+            )
+            if denied or not lexicon.CHANGED.isdisjoint(before.words):
+                return True
+    return False
 
 
 def _looks_back(phrase: Phrase) -> bool:
