@@ -267,7 +267,7 @@ def test_a_running_server_with_semantic_search_ranks_by_meaning_once_ready(tmp_p
     tools = manifest.load()
     lexical = [(c.name, s) for c, s in ranking.rank(tools, phrase, 3)]
     # Other tests of this process may have embedded the shipped manifest with this model.
-    ranking._VECTORS.clear()
+    ranking.VECTORS.clear()
     try:
         with TestClient(app, base_url="http://127.0.0.1:8080") as client:
             assert state.semantic.ready

@@ -1,0 +1,285 @@
+"""Reading a phrase's shape with closed-class words only (mcp/lexicon.py): its clauses, which
+of them are negated, contrasting, content to save or relative, whether it asks, and its ids."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memory_bank.mcp import lexicon
+
+# The stand-in for the user's own content in an example ("remember that …").
+PLACEHOLDER = "\u2026"
+
+SLOT = "zzslot"
+
+_BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s|\s*[-=]>\s*)")
+
+_WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
+
+ID = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
+
+ID_HINT = re.compile(r"\b([a-z][a-z0-9]*)_\.\.\.")
+
+# The longest first, so that an alternation of them finds the whole one.
+_CLITICS = "|".join(sorted(lexicon.CLITICS, key=lambda w: (-len(w), w)))
+_ELIDED = "|".join(sorted(lexicon.ELISIONS, key=lambda w: (-len(w), w)))
+_CLITIC = re.compile(r"^([a-z]+)'(" + _CLITICS + r")$")
+
+_ELISION = re.compile(r"^(" + _ELIDED + r")'(.+)$")
+# A question's last words after a comma, which may be its tag ("..., n'est-ce pas ?").
+_TAG = re.compile(r"[,;]\s*\u00bf?\s*([a-z' -]{1,30}?)\s*\?\s*$")
+
+
+def fold(text: str) -> str:
+    """Lower case without accents (ß is ss), curly apostrophes straight."""
+    text = text.replace("\u2019", "'").replace("\u00b4", "'")
+    decomposed = unicodedata.normalize("NFKD", text.replace(PLACEHOLDER, f" {SLOT} "))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _split_words(segment: str) -> list[str]:
+    """The words of a piece of text: contractions spelled out, elisions ("l'", "qu'") and a
+    possessive 's split off."""
+    out: list[str] = []
+    for token in _WORD.findall(segment):
+        if token in lexicon.CONTRACTIONS:
+            out.extend(lexicon.CONTRACTIONS[token].split())
+            continue
+        clitic = _CLITIC.match(token)
+        if clitic:
+            # "I'd", "we'll", "they're": the word and the auxiliary, not the word "id".
+            out.extend((clitic.group(1), lexicon.CLITICS[clitic.group(2)]))
+            continue
+        elided = _ELISION.match(token)
+        if elided:
+            out.extend(elided.groups())
+        elif token.endswith("'s"):
+            out.append(token[:-2])
+        else:
+            out.append(token.replace("'", ""))
+    return [_canonical(word) for word in out]
+
+
+def _canonical(word: str) -> str:
+    """One word for a class of words that says the same in every language ("all", "show")."""
+    if word in lexicon.ALL:
+        return "all"
+    for canonical, prefixes in lexicon.VERB_CLASSES.items():
+        if word.startswith(prefixes):
+            return canonical
+    return word
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A stretch of a phrase between punctuation, conjunctions and complementizers."""
+
+    words: tuple[str, ...]
+    negated: bool  # "don't save that"
+    contrast: bool  # "not the 18th": a value corrected, no action refused
+    content: bool  # after "that" or ":": what to save, not what to do
+    # "(the entry) that you just created": which one, neither content nor the request
+    relative: bool = False
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A phrase read with closed-class words only."""
+
+    clauses: tuple[Clause, ...]
+    question: bool
+    ids: frozenset[str]  # the prefixes of the ids it carries (mem, mdr)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """Every word, in order."""
+        return tuple(w for clause in self.clauses for w in clause.words)
+
+
+@lru_cache(maxsize=1024)
+def parse(text: str) -> Phrase:
+    """The shape of a phrase: clauses (negated, contrasting, content), question, ids."""
+    folded = fold(text)
+    # Pieces of text at even positions, the punctuation between them at odd ones.
+    pieces = _BOUNDARY.split(folded)
+    flat = [w for piece in pieces[::2] for w in _without_names(_split_words(piece))]
+    # "Tu peux noter ...", "du kannst ...": the verb after a subject pronoun leads.
+    # "¿Me puedes apuntar ...?", "te importa ...": and so does one after an object pronoun.
+    # Fillers say nothing ("ähm, merk dir ...", "um so like ..."): the word after them leads.
+    while flat[1:] and flat[0] in lexicon.FILLERS:
+        flat = flat[1:]
+    lead = flat
+    while lead[1:] and (lead[0] in lexicon.SUBJECTS or lead[0] in lexicon.OBJECT_LEADS):
+        lead = lead[1:]
+    first = lead[0] if lead else ""
+    untagged = _untagged(folded)
+    if untagged is not None:
+        # A tag ("..., ja?", "..., do you?", "¿verdad?") asks of a statement, not of a request:
+        # "you don't remember my order, do you?" asks; "merk dir das, ja?" asks for a save.
+        asks = bool(flat) and (flat[0] in lexicon.SUBJECTS or flat[0] in lexicon.NEGATIONS)
+        pieces = _BOUNDARY.split(untagged)
+    else:
+        asks = folded.strip().endswith("?") or "\u00bf" in text
+    asks = asks or first in lexicon.QUESTION_LEADS
+    polite = first in lexicon.REQUEST_LEADS and untagged is None
+    question = asks and not polite and not _commands(flat)
+    clauses: list[Clause] = []
+    content = acted = relative = False
+    for number, piece in enumerate(pieces):
+        if number % 2:
+            # What follows a colon or a dash is the content: "save a memory: ...".
+            content = content or piece.strip()[:1] in {":", "-", "=", "\u2013", "\u2014"}
+            continue
+        current: list[str] = []
+        words = _without_names(_split_words(piece))
+        for position, word in enumerate(words):
+            rest = words[position + 1 :]
+            if acted and not question and _opens_clause(word, rest) and current:
+                # "tell the org we're switching ...": the "that" English may leave out.
+                clauses.append(_clause(current, content))
+                current, content = [], True
+            if word in lexicon.RELATIVES and _names_one(current):
+                # "delete the entry that you just created", "l'entrée que vous venez de
+                # créer": says which one; its verb is not what the phrase asks.
+                clauses.append(_clause(current, content))
+                current, relative = [], True
+                continue
+            complementizer = acted and _introduces(word, rest)
+            wish = current or (list(clauses[-1].words) if clauses and not content else [])
+            if complementizer and _wishes(wish):
+                # "quiero que recuerdes ...": the wanted clause is the request, not content;
+                # a negation of the wanting negates it ("ya no quiero que lo recuerdes").
+                if not current:
+                    clauses.pop()
+                current = [w for w in wish if w not in lexicon.VOLITION]
+                continue
+            if word in lexicon.CONJUNCTIONS or complementizer:
+                if current:
+                    clauses.append(_clause(current, content, relative))
+                current, relative = [], False
+                content = content or complementizer
+                continue
+            acted = acted or (word not in lexicon.STOP and word not in lexicon.NEGATIONS)
+            current.append(word)
+        if current:
+            clauses.append(_clause(current, content, relative))
+        relative = False
+    ids = frozenset(m.group(1) for w in flat if (m := ID.match(w)))
+    return Phrase(tuple(clauses), question, ids)
+
+
+def _untagged(folded: str) -> str | None:
+    """A question without its tag ("..., oder?", "..., do you?", ", ¿verdad?"), or None when it
+    ends in no tag after a statement."""
+    found = _TAG.search(folded)
+    if found is None or not found.start():
+        return None
+    words = _split_words(found.group(1))
+    return folded[: found.start()] if all(w in lexicon.TAGS for w in words) else None
+
+
+def _names_one(words: list[str]) -> bool:
+    """Whether words end in a noun with its article or demonstrative ("the entry", "l'entrée",
+    "esa nota"): a relative clause may follow ("commit to memory that ..." is no such noun)."""
+    if words and words[-1] in lexicon.PLURAL_NOUNS:
+        return True  # "delete things that I told you", "borrar cosas que te he contado"
+    return (
+        len(words) >= 2
+        and words[-1] in lexicon.NOUNS
+        and (words[-2] in lexicon.DETERMINERS or words[-2].isdigit())
+    )
+
+
+def _introduces(word: str, rest: list[str]) -> bool:
+    """Whether a word introduces a clause ("note that we ...") rather than pointing at
+    something ("delete that memory"): English "that" needs a clause after it."""
+    if word not in lexicon.COMPLEMENTIZERS:
+        return False
+    if word not in lexicon.BARE_COMPLEMENTIZERS:
+        return True
+    # Not before a preposition or an item's noun: "put that in memory", "make that memory".
+    if not rest or rest[0] in lexicon.PREPOSITIONS or rest[0] in lexicon.ITEMS:
+        return False
+    # Nor before its verb: "that's private, don't store it" ("that is").
+    if rest[0] in lexicon.AUXILIARIES:
+        return False
+    return rest[0] in lexicon.STOP or len(rest) >= 3
+
+
+def _wishes(words: list[str]) -> bool:
+    """Whether a clause only wants or needs something ("je voudrais", "no hace falta")."""
+    return not lexicon.VOLITION.isdisjoint(words) and all(
+        w in lexicon.VOLITION
+        or w in lexicon.STOP
+        or w in lexicon.NEGATIONS
+        or w in lexicon.SUBJECTS
+        or w in lexicon.CESSATION
+        for w in words
+    )
+
+
+def _opens_clause(word: str, rest: list[str]) -> bool:
+    """Whether a subject and its auxiliary start a clause of their own ("... we are moving")."""
+    return word in lexicon.CLAUSE_SUBJECTS and bool(rest) and rest[0] in lexicon.AUXILIARIES
+
+
+def _commands(words: list[str]) -> bool:
+    """Whether a phrase that looks like a question is an instruction ("don't forget ...")."""
+    return any(tuple(words[: len(opening)]) == opening for opening in lexicon.COMMAND_OPENINGS)
+
+
+def _without_names(words: list[str]) -> list[str]:
+    """The words with the product's own name read as what it holds ("my memory bank") and set
+    phrases read as what they say ("off the record" is "not record")."""
+    out: list[str] = []
+    i = 0
+    replacements: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
+        (name, ("memory",)) for name in lexicon.PRODUCT_NAMES
+    ]
+    replacements += list(lexicon.IDIOMS.items())
+    while i < len(words):
+        for name, meaning in replacements:
+            if tuple(words[i : i + len(name)]) == name:
+                out.extend(meaning)
+                i += len(name)
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+def _clause(words: list[str], content: bool, relative: bool = False) -> Clause:
+    """A clause, with what its negations do."""
+    negated = contrast = False
+    for i, word in enumerate(words):
+        if word not in lexicon.NEGATIONS:
+            continue
+        after = words[i + 1] if i + 1 < len(words) else ""
+        contrasts = word not in lexicon.PREVERBAL_NEGATIONS  # French "ne" stands before a verb
+        valued = after in lexicon.ARTICLES or after in lexicon.PLACING or after[:1].isdigit()
+        if i == 0 and contrasts and valued:
+            contrast = True
+        elif after or i > 0:
+            negated = True
+    # A negation inside the content is part of what to save: "note that I don't eat pork".
+    if relative:
+        return Clause(tuple(words), False, False, False, True)
+    return Clause(tuple(words), negated and not contrast and not content, contrast, content)
+
+
+def meaningful(word: str) -> bool:
+    """Whether a word can say what to do (no grammar, no number, no id, no placeholder)."""
+    return (
+        word not in lexicon.STOP
+        and word not in lexicon.NEGATIONS
+        and word not in lexicon.TIME
+        and word != SLOT
+        and word not in lexicon.FILLERS
+        and not word.isdigit()
+        and ID.match(word) is None
+        and len(word) > 1
+    )
