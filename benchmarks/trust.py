@@ -45,12 +45,6 @@ SHOWN = 10  # the results each question's fit looks at, per mode
 Ranker = Callable[[Question, int], list[tuple[str, float]]]
 
 
-def _lex(q: Question, bm25: float) -> float:
-    from memory_bank.search.calibration import lexical_evidence
-
-    return lexical_evidence(bm25, q.attainable)
-
-
 def _dense(
     q: Question, n: int, having: Callable[[str], bool] | None = None
 ) -> list[tuple[str, float]]:
@@ -75,7 +69,8 @@ def ranker(
 
     def rank(q: Question, limit: int) -> list[tuple[str, float]]:
         if mode == "lexical":
-            return [(m, cal.lexical(_lex(q, s))) for m, s in q.lexical[:limit]]
+            reach = q.attainable
+            return [(m, cal.lexical(s / reach if reach > 0 else 0.0)) for m, s in q.lexical[:limit]]
         dense = _dense(q, blend.candidates, vectors)
         if mode == "semantic":
             return [(m, cal.semantic(c)) for m, c in dense[:limit]]

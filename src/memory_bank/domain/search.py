@@ -42,11 +42,13 @@ def find(
     hybrid when semantic search is on. Without it, or when the query cannot be embedded in time,
     the answer is lexical and says so.
 
-    min_score: the relevance floor (None: the calibrated default; 0: the ranking's top `limit`).
-    An empty answer means nothing the principal reads is relevant enough.
+    min_score: the relevance floor (0: the ranking's top `limit`). None: the calibrated default
+    when the answer ranks by meaning (semantic, hybrid), which has no "no match" of its own;
+    none for a lexical answer, which holds only memories sharing a word with the query. An
+    empty answer means nothing the principal reads is relevant enough.
     """
     cal = calibration.for_model(semantic.model if semantic is not None else None)
-    floor = cal.floor if min_score is None else min_score
+    given = min_score
     wanted = mode or ("hybrid" if semantic is not None else "lexical")
     # The query is embedded on another thread while BM25 ranks here (onnxruntime and a remote
     # provider's network wait both release the GIL), so hybrid costs about the larger of the
@@ -56,7 +58,7 @@ def find(
         readable = acl.readable_owners(principal, scope)
         owners, unavailable = shards.reachable(conn, bool(db.backends), principal.user_id, readable)
         if pending is None or semantic is None:
-            hits = _above(_lexical(conn, owners, query, limit, only, cal), floor)
+            hits = _above(_lexical(conn, owners, query, limit, only, cal), given or 0.0)
             return _shaped(hits, _rows(conn, owners, hits)), "lexical", unavailable
         rankings = _candidates(conn, owners, query, limit, only) if wanted == "hybrid" else {}
     # The vector is awaited with no connection held: a slow embedding must not keep a pooled
@@ -76,6 +78,7 @@ def find(
             hits = _semantic(
                 conn, owners, limit, wanted, semantic, query_vector, rankings, only, cal
             )
+        floor = given if given is not None else (cal.floor if used != "lexical" else 0.0)
         hits = _above(hits, floor)
         found = _rows(conn, owners, hits)
     return _shaped(hits, found), used, unavailable
@@ -113,13 +116,10 @@ def _above(hits: list[tuple[str, str, float]], floor: float) -> list[tuple[str, 
 def _relevance(
     ranking: search_index.Ranking, limit: int, cal: calibration.Calibration
 ) -> list[tuple[str, float]]:
-    """A BM25 ranking's first `limit` hits with their lexical relevance (the query's own
-    attainable score is the yardstick, not the other hits)."""
+    """A BM25 ranking's first `limit` hits with their lexical relevance: BM25 against the query's
+    own attainable score (not against the other hits), uncapped, so the order stays BM25's."""
     reach = fusion.attainable(ranking.weights)
-    return [
-        (mid, cal.lexical(calibration.lexical_evidence(s, reach)))
-        for mid, s in ranking.hits[:limit]
-    ]
+    return [(mid, cal.lexical(s / reach if reach > 0 else 0.0)) for mid, s in ranking.hits[:limit]]
 
 
 def _best(

@@ -12,8 +12,8 @@ the memory that answers; not: every other candidate, and every candidate of a qu
 saved an answer for) and stored in calibration.json beside this module. A score of 0.5 means
 that about half the results scored so were relevant on that data. A model with no fitted curve
 (an `openai:` model, a folder of one's own) uses FALLBACK's, which assume a cosine scale like
-the default local model's; the benchmark measures what that costs on a model it was not fitted
-on.
+the default local model's, and gets no default floor (see for_model); benchmarks/trust.py
+--curves-of measures what those curves are worth on a model they were not fitted on.
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ FALLBACK = "local:all-mpnet-base-v2-int8"
 
 
 def for_model(model: str | None) -> Calibration:
-    """The curves for this model (None: lexical search alone), FALLBACK's if it has none."""
+    """The curves for this model (None: lexical search alone). A model with none gets FALLBACK's
+    curves and no default floor: its cosines may sit on another scale, so a floor could hide
+    every answer; its scores still order the results, and min_score sets a floor."""
     stored = _stored()
     models = stored["models"]
     assert isinstance(models, dict)
@@ -82,7 +84,7 @@ def for_model(model: str | None) -> Calibration:
         _curve(lexical),
         _curve(fitted["semantic"]),
         _curve(fitted["hybrid"]),
-        float(floor),
+        float(floor) if model is None or model in models else 0.0,
         name if model is not None else "",
     )
 
