@@ -178,11 +178,17 @@ def score(questions: Sequence[Question], rank: Callable[[Question, int], list[st
 
 
 def build(
-    data: Path, model: str, plain: bool = False, tune_only: bool = False, unanswerable: bool = False
+    data: Path,
+    model: str,
+    plain: bool = False,
+    tune_only: bool = False,
+    unanswerable: bool = False,
+    conversations: set[str] | None = None,
 ) -> list[Question]:
     """Save every set in-process and compute every question's candidates once (plain: LoCoMo
     under the plain protocol; tune_only: the tuning split's conversations and questions only;
-    unanswerable: the questions with no answer too, see unanswerable_asks)."""
+    unanswerable: the questions with no answer too, see unanswerable_asks; conversations: these
+    LoCoMo conversations alone, without the paraphrase sets)."""
     from memory_bank.models.embeddings import embed_text
     from memory_bank.models.local_model import load as load_model
     from memory_bank.search import fusion, index
@@ -194,9 +200,12 @@ def build(
 
     provider = load_model(model)
     convs = [
-        c for c in locomo.load(data, plain=plain) if not tune_only or c.sample_id in TUNE_CONVS
+        c
+        for c in locomo.load(data, plain=plain)
+        if (not tune_only or c.sample_id in TUNE_CONVS)
+        and (conversations is None or c.sample_id in conversations)
     ]
-    sets = {which: paraphrase.load(which) for which in ("a", "b")}
+    sets = {which: paraphrase.load(which) for which in ("a", "b")} if conversations is None else {}
     questions: list[Question] = []
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/fusion.db")
