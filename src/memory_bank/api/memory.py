@@ -9,7 +9,6 @@ from memory_bank.api.context import current_header, current_principal, current_u
 from memory_bank.api.respond import Reply, empty_reply, json_reply
 from memory_bank.domain import edits, filters, listing, memories, search, writes
 from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
-from memory_bank.errors import InvalidRequest
 
 
 def postMemory(body: dict[str, Any]) -> Reply:
@@ -45,8 +44,6 @@ def getMemorySearch(
 ) -> Reply:
     """Search the caller's memories and their org's (those that pass the filters) that reach the
     relevance floor (min_score; the calibrated default when absent)."""
-    if min_score is not None and not 0.0 <= min_score <= 1.0:
-        raise InvalidRequest("min_score is a relevance from 0 to 1.", field="min_score")
     state = app_state.current()
     only = filters.parse(tag, created_after, created_before, updated_after, source)
     principal = current_principal()
