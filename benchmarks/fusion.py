@@ -36,8 +36,15 @@ import paraphrase
 TUNE_CONVS = locomo.TUNE_CONVS
 USERS = {"a": "paraphrase", "b": "paraphrase-b"}
 POOL = 200  # candidates kept per side for every variant
-# The blends rank by the default model's hybrid curve of their value (the order of the value).
-CALIBRATED = __import__("memory_bank.search.calibration").search.calibration.for_model(None)
+
+
+def calibrated() -> Any:
+    """The curves the blends score with (any monotone curve keeps a blend's order)."""
+    from memory_bank.search import calibration
+
+    return calibration.for_model(None)
+
+
 EMBED_CONTEXTS = True
 
 
@@ -116,7 +123,7 @@ def blend_of(b: Any, against_attainable: bool = True) -> Callable[[Question, int
             b.dense_weight(q.coverage),
             limit,
             q.attainable if against_attainable else 0.0,
-            CALIBRATED,
+            calibrated(),
         )
         return [m for m, _ in fused]
 
@@ -139,7 +146,7 @@ def agreement(b: Any) -> Callable[[Question, int], list[str]]:
             b.dense_weight(q.coverage - delta),
             limit,
             q.attainable,
-            CALIBRATED,
+            calibrated(),
         )
         return [m for m, _ in fused]
 

@@ -301,9 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     floors = sorted({*FLOORS, cal.floor})
     rows: dict[str, Any] = {"before (min-max blend, no floor)": figures(held, before, 0.0)}
     for floor in floors:
-        rows[f"floor {floor:g}{' (default)' if floor == cal.floor else ''}"] = figures(
-            held, ranker("hybrid", cal), floor
-        )
+        rows[
+            f"floor {floor:g}{' (default)' if floor == cal.floor and not args.curves_of else ''}"
+        ] = figures(held, ranker("hybrid", cal), floor)
     half_made = {
         "lexical": figures(held, ranker("lexical", cal), 0.0)["recall@10"],
         "hybrid, half the vectors": figures(held, ranker("hybrid", cal, half), 0.0)["recall@10"],
