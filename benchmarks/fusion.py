@@ -36,6 +36,15 @@ import paraphrase
 TUNE_CONVS = locomo.TUNE_CONVS
 USERS = {"a": "paraphrase", "b": "paraphrase-b"}
 POOL = 200  # candidates kept per side for every variant
+
+
+def calibrated() -> Any:
+    """The curves the blends score with (any monotone curve keeps a blend's order)."""
+    from memory_bank.search import calibration
+
+    return calibration.for_model(None)
+
+
 EMBED_CONTEXTS = True
 
 
@@ -114,6 +123,7 @@ def blend_of(b: Any, against_attainable: bool = True) -> Callable[[Question, int
             b.dense_weight(q.coverage),
             limit,
             q.attainable if against_attainable else 0.0,
+            calibrated(),
         )
         return [m for m, _ in fused]
 
@@ -130,7 +140,13 @@ def agreement(b: Any) -> Callable[[Question, int], list[str]]:
         near = max((q.cosine.get(m, 0.0) for m, _ in q.lexical[:3]), default=0.0)
         delta = max(dense[0][1] - near - 0.1, 0.0) if dense else 0.0
         fused = fusion.fuse(
-            q.lexical[: b.candidates], dense, q.cosine, b.dense_weight(q.coverage - delta), limit
+            q.lexical[: b.candidates],
+            dense,
+            q.cosine,
+            b.dense_weight(q.coverage - delta),
+            limit,
+            q.attainable,
+            calibrated(),
         )
         return [m for m, _ in fused]
 
@@ -168,9 +184,18 @@ def score(questions: Sequence[Question], rank: Callable[[Question, int], list[st
     return out
 
 
-def build(data: Path, model: str, plain: bool = False, tune_only: bool = False) -> list[Question]:
+def build(
+    data: Path,
+    model: str,
+    plain: bool = False,
+    tune_only: bool = False,
+    unanswerable: bool = False,
+    conversations: set[str] | None = None,
+) -> list[Question]:
     """Save every set in-process and compute every question's candidates once (plain: LoCoMo
-    under the plain protocol; tune_only: the tuning split's conversations and questions only)."""
+    under the plain protocol; tune_only: the tuning split's conversations and questions only;
+    unanswerable: the questions with no answer too, see unanswerable_asks; conversations: these
+    LoCoMo conversations alone, without the paraphrase sets)."""
     from memory_bank.models.embeddings import embed_text
     from memory_bank.models.local_model import load as load_model
     from memory_bank.search import fusion, index
@@ -182,9 +207,12 @@ def build(data: Path, model: str, plain: bool = False, tune_only: bool = False) 
 
     provider = load_model(model)
     convs = [
-        c for c in locomo.load(data, plain=plain) if not tune_only or c.sample_id in TUNE_CONVS
+        c
+        for c in locomo.load(data, plain=plain)
+        if (not tune_only or c.sample_id in TUNE_CONVS)
+        and (conversations is None or c.sample_id in conversations)
     ]
-    sets = {which: paraphrase.load(which) for which in ("a", "b")}
+    sets = {which: paraphrase.load(which) for which in ("a", "b")} if conversations is None else {}
     questions: list[Question] = []
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/fusion.db")
@@ -238,19 +266,23 @@ def build(data: Path, model: str, plain: bool = False, tune_only: bool = False) 
                     continue
                 expected = {f"{which}-pair-{i}"}
                 asked.append((USERS[which], question, expected, kind, splits[i] == "tune", 0))
+        asked = [(*a, "") for a in asked]
+        if unanswerable:
+            asked += unanswerable_asks(convs, sets, tune_only)
         with reading(engine) as conn:
-            for user, question, expected, kind, tune, cat in asked:
+            for user, question, expected, kind, tune, cat, drop in asked:
                 ranking = index.rank(conn, user, question, POOL)
                 coverage = index.coverage(conn, user, ranking)
                 ids, rows = matrices[user]
                 cos = rows @ provider.embed([question])[0]
+                kept = {m for m in ids if not (drop and label[m].startswith(drop))}
                 questions.append(
                     Question(
                         kind,
                         tune,
                         expected,
-                        [(label[m], s) for m, s in ranking.hits],
-                        {label[m]: float(c) for m, c in zip(ids, cos, strict=True)},
+                        [(label[m], s) for m, s in ranking.hits if m in kept],
+                        {label[m]: float(c) for m, c in zip(ids, cos, strict=True) if m in kept},
                         coverage,
                         cat,
                         fusion.attainable(ranking.weights),
@@ -258,6 +290,51 @@ def build(data: Path, model: str, plain: bool = False, tune_only: bool = False) 
                 )
         engine.dispose()
     return questions
+
+
+UNANSWERABLE = Path(__file__).resolve().parent / "data" / "unanswerable.json"
+
+
+def unanswerable_asks(
+    convs: Sequence[Any], sets: dict[str, Any], tune_only: bool
+) -> list[tuple[str, str, set[str], str, bool, int, str]]:
+    """The questions with no answer (expected empty), each with its split and the labels its
+    user is asked without (a label prefix; "" keeps all):
+
+    - "none": benchmarks/data/unanswerable.json (written before tuning; even index tunes), asked
+      of each paraphrase user and of every LoCoMo conversation's user;
+    - "none-paraphrase": each paraphrase question asked of its user without the set's pairs (the
+      unrelated memories only; the pairs' split);
+    - "none-locomo": each LoCoMo question asked of another conversation's user of its split.
+    """
+    import json
+
+    out: list[tuple[str, str, set[str], str, bool, int, str]] = []
+    written = json.loads(UNANSWERABLE.read_text())["questions"]
+    users = [*USERS.values(), *(c.sample_id for c in convs)]
+    for i, item in enumerate(written):
+        if tune_only and i % 2:
+            continue
+        out += [(u, item["q"], set(), "none", i % 2 == 0, 0, "") for u in users]
+    for which, (pairs, splits, _) in sets.items():
+        for i, (_, question) in enumerate(pairs):
+            if tune_only and splits[i] != "tune":
+                continue
+            tune = splits[i] == "tune"
+            out.append(
+                (USERS[which], question, set(), "none-paraphrase", tune, 0, f"{which}-pair-")
+            )
+    for split in (True, False):
+        ring = [c for c in convs if (c.sample_id in TUNE_CONVS) == split]
+        for k, conv in enumerate(ring):
+            other = ring[(k + 1) % len(ring)]
+            if other is conv:
+                continue
+            out += [
+                (other.sample_id, q, set(), "none-locomo", split, cat, "")
+                for q, cat, _ in conv.questions
+            ]
+    return out
 
 
 def variants(model: str) -> list[Variant]:

@@ -33,7 +33,13 @@ import common
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 LIMIT = 10
 TUNE_CONVS = {"conv-26", "conv-30", "conv-41"}  # the tuning split (fusion.py); others held out
-DEFAULT_DATA = common.REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev5.json"
+# MEMORY_BANK_LOCOMO_DATA points elsewhere (a checkout whose parent holds no shared/ folder).
+DEFAULT_DATA = Path(
+    os.environ.get(
+        "MEMORY_BANK_LOCOMO_DATA",
+        common.REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev5.json",
+    )
+)
 
 
 @dataclass

@@ -1,12 +1,23 @@
-"""The hybrid blend on hand-made candidate lists: the coverage-driven weight, fuse()'s scores,
-order, cut and ties, and BM25 read against the query's attainable score (no model, no
-database)."""
+"""The hybrid blend on hand-made candidate lists: the coverage-driven weight, fuse()'s calibrated
+scores, order, cut and ties, BM25 read against the query's attainable score, and memories whose
+vector is not made yet (no model, no database)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from memory_bank.search.calibration import Calibration, Curve, for_model
 from memory_bank.search.fusion import BLEND, Blend, attainable, fuse
+
+# Curves chosen by hand so the expected scores can be worked out: sigmoid(10 * x - 5).
+CURVE = Curve(10.0, -5.0)
+CAL = Calibration(lexical=Curve(8.0, -4.0), semantic=CURVE, hybrid=CURVE, floor=0.5, model="t")
+
+
+def sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-z))
 
 
 def test_the_weight_is_the_uncovered_one_at_or_below_low_and_the_covered_one_from_high():
@@ -37,67 +48,93 @@ DENSE = [("c", 0.9), ("a", 0.5)]
 COSINE = {"a": 0.5, "b": 0.3, "c": 0.9}
 
 
-def test_scores_are_bm25_over_its_best_blended_with_min_max_cosine():
-    # bm25 / 4: a 1, b 0.5, c 0; cosine min-max over 0.3..0.9: a 1/3, b 0, c 1.
-    fused = fuse(LEXICAL, DENSE, COSINE, weight=0.5, limit=10)
+def test_scores_are_the_hybrid_curve_of_bm25_over_the_attainable_blended_with_the_raw_cosine():
+    # bm25 / 8: a 0.5, b 0.25, c 0, each worth lexical_scale of a cosine; the cosines as they
+    # are.
+    fused = fuse(LEXICAL, DENSE, COSINE, 0.5, 10, 8.0, CAL, lexical_scale=1.0)
+    blends = {"a": 0.25 + 0.25, "b": 0.125 + 0.15, "c": 0.45}
     assert [k for k, _ in fused] == ["a", "c", "b"]
-    assert [s for _, s in fused] == pytest.approx([0.5 + 0.5 / 3, 0.5, 0.25])
+    assert dict(fused) == pytest.approx({k: sigmoid(10 * v - 5) for k, v in blends.items()})
+    fused = fuse(LEXICAL, DENSE, COSINE, 0.5, 10, 8.0, CAL, lexical_scale=0.5)
+    blends = {"a": 0.125 + 0.25, "b": 0.0625 + 0.15, "c": 0.45}
+    assert [k for k, _ in fused] == ["c", "a", "b"]
+    assert dict(fused) == pytest.approx({k: sigmoid(10 * v - 5) for k, v in blends.items()})
 
 
-def test_the_weight_decides_which_list_leads():
-    assert [k for k, _ in fuse(LEXICAL, DENSE, COSINE, weight=0.0, limit=10)] == ["a", "b", "c"]
-    only_cosine = fuse(LEXICAL, DENSE, COSINE, weight=1.0, limit=10)
-    assert only_cosine == [("c", pytest.approx(1.0)), ("a", pytest.approx(1 / 3)), ("b", 0.0)]
+def test_a_score_does_not_depend_on_the_other_candidates():
+    # The nearest memory no longer takes the whole dense share: alone or among others, the
+    # same memory scores the same for the same query.
+    alone = fuse([], [("c", 0.9)], {"c": 0.9}, 0.7, 10, 8.0, CAL)
+    among = fuse(LEXICAL, DENSE, COSINE, 0.7, 10, 8.0, CAL)
+    assert dict(alone)["c"] == pytest.approx(dict(among)["c"])
+
+
+def test_an_unrelated_nearest_memory_scores_low_with_the_shipped_curves():
+    # Two memories, a question whose words match nothing: before, the nearer scored 0.7.
+    cal = for_model("local:all-mpnet-base-v2-int8")
+    cosine = {"x": 0.05, "y": 0.12}
+    fused = fuse([], sorted(cosine.items()), cosine, BLEND.dense_weight(0.0), 10, 9.0, cal)
+    assert all(score < cal.floor for _, score in fused)
+
+
+def test_scores_are_in_zero_to_one_and_order_the_results():
+    fused = fuse(LEXICAL, DENSE, COSINE, 0.5, 10, 8.0, for_model(None))
+    scores = [s for _, s in fused]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)
 
 
 def test_limit_cuts_after_ranking_and_a_larger_limit_returns_every_candidate_once():
-    assert [k for k, _ in fuse(LEXICAL, DENSE, COSINE, weight=0.5, limit=1)] == ["a"]
-    everything = fuse(LEXICAL, DENSE, COSINE, weight=0.5, limit=100)
+    everything = fuse(LEXICAL, DENSE, COSINE, 0.5, 100, 8.0, CAL)
+    assert fuse(LEXICAL, DENSE, COSINE, 0.5, 1, 8.0, CAL) == everything[:1]
     # "a" is in both lists and is scored once.
     assert sorted(k for k, _ in everything) == ["a", "b", "c"]
-    assert fuse(LEXICAL, DENSE, COSINE, weight=0.5, limit=0) == []
+    assert fuse(LEXICAL, DENSE, COSINE, 0.5, 0, 8.0, CAL) == []
 
 
 def test_no_candidates_is_an_empty_result():
-    assert fuse([], [], {}, weight=0.5, limit=10) == []
-    assert fuse([], [], {"a": 0.9}, weight=0.5, limit=10) == []
+    assert fuse([], [], {}, 0.5, 10, 0.0, CAL) == []
+    assert fuse([], [], {"a": 0.9}, 0.5, 10, 0.0, CAL) == []
 
 
 def test_dense_only_candidates_rank_by_cosine_alone():
-    fused = fuse([], [("x", 0.2), ("y", 0.8)], {"x": 0.2, "y": 0.8}, weight=0.7, limit=10)
-    assert fused == [("y", pytest.approx(0.7)), ("x", 0.0)]
+    fused = fuse([], [("x", 0.2), ("y", 0.8)], {"x": 0.2, "y": 0.8}, 0.7, 10, 5.0, CAL)
+    assert fused == [
+        ("y", pytest.approx(sigmoid(10 * 0.56 - 5))),
+        ("x", pytest.approx(sigmoid(10 * 0.14 - 5))),
+    ]
 
 
-def test_a_candidate_without_a_vector_gets_no_cosine_share():
-    # "b" has no vector: its score is its BM25 share alone, though 0.3 would be the minimum.
-    fused = dict(fuse(LEXICAL, DENSE, {"a": 0.5, "c": 0.9}, weight=0.5, limit=10))
-    assert fused["b"] == pytest.approx(0.25)
-    assert fused["a"] == pytest.approx(0.5)  # the lowest cosine of those with one
-    assert fused["c"] == pytest.approx(0.5)
+def test_a_candidate_without_a_vector_is_scored_on_its_words_not_as_irrelevant():
+    # "new" was saved after the import: its vector is not made yet. Its words match the whole
+    # query; "old" has a vector and shares half the words. Before, "new" got a cosine share of 0
+    # and ranked below "old".
+    lexical = [("new", 8.0), ("old", 4.0)]
+    cosine = {"old": 0.4}
+    fused = fuse(lexical, [("old", 0.4)], cosine, 0.5, 10, 8.0, CAL)
+    assert [k for k, _ in fused] == ["new", "old"]
+    # Its score is what lexical search gives it: the lexical curve of its evidence.
+    assert dict(fused)["new"] == pytest.approx(sigmoid(8 * 1.0 - 4))
 
 
-def test_equal_cosines_carry_no_signal():
-    fused = fuse(LEXICAL, [], {"a": 0.4, "b": 0.4}, weight=0.9, limit=10)
-    assert fused == [("a", pytest.approx(0.1)), ("b", pytest.approx(0.05))]
-
-
-def test_zero_bm25_scores_carry_no_signal():
-    fused = fuse([("a", 0.0), ("b", 0.0)], [], {"a": 0.1, "b": 0.3}, weight=0.5, limit=10)
-    assert fused == [("b", pytest.approx(0.5)), ("a", 0.0)]
+def test_lexical_evidence_is_capped_at_the_attainable_score():
+    over = fuse([("a", 20.0)], [], {"a": 0.5}, 0.5, 10, 8.0, CAL)
+    full = fuse([("a", 8.0)], [], {"a": 0.5}, 0.5, 10, 8.0, CAL)
+    assert over == full
 
 
 def test_ties_go_to_the_larger_key_the_newest_id():
     lexical = [("01A", 1.0), ("01C", 1.0), ("01B", 1.0)]
-    assert [k for k, _ in fuse(lexical, [], {}, weight=0.5, limit=10)] == ["01C", "01B", "01A"]
-    assert fuse(lexical, [], {}, weight=0.5, limit=1) == [("01C", 0.5)]
+    assert [k for k, _ in fuse(lexical, [], {}, 0.5, 10, 2.0, CAL)] == ["01C", "01B", "01A"]
+    assert [k for k, _ in fuse(lexical, [], {}, 0.5, 1, 2.0, CAL)] == ["01C"]
 
 
 def test_keys_may_be_owner_and_id_pairs():
     # The domain fuses (owner, memory id) keys across a user's and an org's indexes.
     lexical = [(("alice", "m1"), 3.0), (("org", "m2"), 3.0)]
     cosine = {("alice", "m1"): 0.2, ("org", "m2"): 0.6}
-    fused = fuse(lexical, [], cosine, weight=0.5, limit=10)
-    assert fused == [(("org", "m2"), pytest.approx(1.0)), (("alice", "m1"), pytest.approx(0.5))]
+    fused = fuse(lexical, [], cosine, 0.5, 10, 3.0, CAL)
+    assert [k for k, _ in fused] == [("org", "m2"), ("alice", "m1")]
 
 
 def test_the_attainable_score_is_the_sum_of_the_query_terms_weights():
@@ -106,24 +143,7 @@ def test_the_attainable_score_is_the_sum_of_the_query_terms_weights():
     assert attainable({}) == 0.0
 
 
-def test_bm25_is_read_against_the_attainable_score_when_no_hit_reaches_it():
-    # bm25 / 8: a 0.5, b 0.25, c 0; cosine as before: a 1/3, b 0, c 1.
-    fused = fuse(LEXICAL, DENSE, COSINE, weight=0.5, limit=10, attainable=8.0)
-    assert [k for k, _ in fused] == ["c", "a", "b"]
-    assert [s for _, s in fused] == pytest.approx([0.5, 0.25 + 0.5 / 3, 0.125])
-
-
-def test_a_best_hit_above_the_attainable_score_sets_the_scale_as_before():
-    # Short memories or repeated terms score past the attainable sum: the best hit is then 1.
-    assert fuse(LEXICAL, DENSE, COSINE, 0.5, 10, attainable=3.0) == fuse(
-        LEXICAL, DENSE, COSINE, 0.5, 10
-    )
-    assert fuse(LEXICAL, DENSE, COSINE, 0.5, 10, attainable=0.0) == fuse(
-        LEXICAL, DENSE, COSINE, 0.5, 10
-    )
-
-
-def test_a_near_miss_that_holds_a_fraction_of_the_query_no_longer_outranks_the_meaning():
+def test_a_near_miss_that_holds_a_fraction_of_the_query_does_not_outrank_the_meaning():
     # A paraphrased question: the answer shares no word with it (no BM25), the best cosine;
     # a distractor shares one rare word (a quarter of the query's weight) and is near in
     # meaning; the rest of the candidates are far.
@@ -131,9 +151,5 @@ def test_a_near_miss_that_holds_a_fraction_of_the_query_no_longer_outranks_the_m
     cosine = {"answer": 0.62, "distractor": 0.50, "other": 0.20, "far": 0.10}
     dense = sorted(cosine.items(), key=lambda kv: kv[1], reverse=True)
     weight = BLEND.dense_weight(0.25)
-    # Against the best hit, the distractor takes the whole lexical share and leads.
-    before = fuse(lexical, dense, cosine, weight, 3)
-    assert [k for k, _ in before][:2] == ["distractor", "answer"]
-    # Against what the query could score (8.0), it holds a quarter of it and the answer leads.
-    after = fuse(lexical, dense, cosine, weight, 3, attainable=8.0)
-    assert [k for k, _ in after][:2] == ["answer", "distractor"]
+    fused = fuse(lexical, dense, cosine, weight, 3, 8.0, CAL)
+    assert [k for k, _ in fused][:2] == ["answer", "distractor"]

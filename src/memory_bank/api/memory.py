@@ -40,13 +40,15 @@ def getMemorySearch(
     created_before: str | None = None,
     updated_after: str | None = None,
     source: str | None = None,
+    min_score: float | None = None,
 ) -> Reply:
-    """Search the caller's memories and their org's (those that pass the filters)."""
+    """Search the caller's memories and their org's (those that pass the filters) that reach the
+    relevance floor (min_score; the calibrated default when absent)."""
     state = app_state.current()
     only = filters.parse(tag, created_after, created_before, updated_after, source)
     principal = current_principal()
     found, used, unavailable = search.find(
-        state.db, principal, q, limit, scope, mode, state.semantic, only
+        state.db, principal, q, limit, scope, mode, state.semantic, only, min_score
     )
     body: dict[str, Any] = {"results": found, "mode": used}
     if unavailable:

@@ -66,7 +66,8 @@ def render_prompt(spec: dict[str, Any], base_url: str) -> str:
         "### Recall",
         f"- Before answering anything that may depend on earlier conversations, search with "
         f"the user's own words: {call(SEARCH)} with `q=<their words>`. Results come best "
-        "first with a `score`; an empty list means nothing is known. Each has a `scope`: "
+        "first with a `score`, the chance it is relevant; an empty list means nothing "
+        "relevant was saved: say so rather than guess. Each has a `scope`: "
         '`"org"` ones are shared by the team (`created_by` says who saved them).',
         f"- To fetch one memory by id: {call(FETCH)}.",
         "",

@@ -1,5 +1,6 @@
 """Search: the memories a caller reads ranked for a query, lexically (BM25), by meaning
-(cosine) or both (the adaptive blend of search/fusion.py)."""
+(cosine) or both (the adaptive blend of search/fusion.py), each scored with its relevance
+(search/calibration.py); results below the relevance floor are left out."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from memory_bank.domain import acl, filters
 from memory_bank.domain.filters import NONE, Filters
 from memory_bank.domain.memories import shape
 from memory_bank.domain.semantic import Semantic
-from memory_bank.search import fusion
+from memory_bank.search import calibration, fusion
 from memory_bank.search import index as search_index
 from memory_bank.search.merge import merged
 from memory_bank.store import memories as store
@@ -30,6 +31,7 @@ def find(
     mode: str | None = None,
     semantic: Semantic | None = None,
     only: Filters = NONE,
+    min_score: float | None = None,
 ) -> tuple[list[dict[str, Any]], str, list[str]]:
     """The memories the principal reads (scope: user, org or all) that best match a query
     among those that pass the filters (applied before ranking: the best k that pass), with
@@ -39,7 +41,14 @@ def find(
     mode: "lexical" (BM25), "semantic" (cosine) or "hybrid" (search/fusion.py); the default is
     hybrid when semantic search is on. Without it, or when the query cannot be embedded in time,
     the answer is lexical and says so.
+
+    min_score: the relevance floor (0: the ranking's top `limit`). None: the calibrated default
+    when the answer ranks by meaning (semantic, hybrid), which has no "no match" of its own;
+    none for a lexical answer, which holds only memories sharing a word with the query. An
+    empty answer means nothing the principal reads is relevant enough.
     """
+    cal = calibration.for_model(semantic.model if semantic is not None else None)
+    given = min_score
     wanted = mode or ("hybrid" if semantic is not None else "lexical")
     # The query is embedded on another thread while BM25 ranks here (onnxruntime and a remote
     # provider's network wait both release the GIL), so hybrid costs about the larger of the
@@ -49,7 +58,7 @@ def find(
         readable = acl.readable_owners(principal, scope)
         owners, unavailable = shards.reachable(conn, bool(db.backends), principal.user_id, readable)
         if pending is None or semantic is None:
-            hits = _lexical(conn, owners, query, limit, only)
+            hits = _above(_lexical(conn, owners, query, limit, only, cal), given or 0.0)
             return _shaped(hits, _rows(conn, owners, hits)), "lexical", unavailable
         rankings = _candidates(conn, owners, query, limit, only) if wanted == "hybrid" else {}
     # The vector is awaited with no connection held: a slow embedding must not keep a pooled
@@ -61,12 +70,16 @@ def find(
             # (BM25 ranks once per query); a semantic-only search had not ranked yet.
             used = "lexical"
             if rankings:
-                hits = _best(rankings, limit)
+                hits = _best(rankings, limit, cal)
             else:
-                hits = _lexical(conn, owners, query, limit, only)
+                hits = _lexical(conn, owners, query, limit, only, cal)
         else:
             used = wanted
-            hits = _semantic(conn, owners, limit, wanted, semantic, query_vector, rankings, only)
+            hits = _semantic(
+                conn, owners, limit, wanted, semantic, query_vector, rankings, only, cal
+            )
+        floor = given if given is not None else (cal.floor if used != "lexical" else 0.0)
+        hits = _above(hits, floor)
         found = _rows(conn, owners, hits)
     return _shaped(hits, found), used, unavailable
 
@@ -95,32 +108,57 @@ def _shaped(
     return results
 
 
+def _above(hits: list[tuple[str, str, float]], floor: float) -> list[tuple[str, str, float]]:
+    """The hits whose relevance reaches the floor (0: all of them)."""
+    return [hit for hit in hits if hit[2] >= floor] if floor > 0 else hits
+
+
+def _relevance(
+    ranking: search_index.Ranking, limit: int, cal: calibration.Calibration
+) -> list[tuple[str, float]]:
+    """A BM25 ranking's first `limit` hits with their lexical relevance: BM25 against the query's
+    own attainable score (not against the other hits), uncapped, so the order stays BM25's."""
+    reach = fusion.attainable(ranking.weights)
+    return [(mid, cal.lexical(s / reach if reach > 0 else 0.0)) for mid, s in ranking.hits[:limit]]
+
+
 def _best(
-    rankings: dict[str, tuple[search_index.Ranking, float]], limit: int
+    rankings: dict[str, tuple[search_index.Ranking, float]],
+    limit: int,
+    cal: calibration.Calibration,
 ) -> list[tuple[str, str, float]]:
     """The lexical answer out of the blend's BM25 candidates: each owner's best `limit`, merged
     (a ranking's first k are its top k)."""
-    return merged(((o, ranking.hits[:limit]) for o, (ranking, _) in rankings.items()), limit)
+    return merged(((o, _relevance(r, limit, cal)) for o, (r, _) in rankings.items()), limit)
 
 
 def _lexical(
-    conn: Connection, owners: list[str], query: str, limit: int, only: Filters
+    conn: Connection,
+    owners: list[str],
+    query: str,
+    limit: int,
+    only: Filters,
+    cal: calibration.Calibration,
 ) -> list[tuple[str, str, float]]:
-    """BM25 over each owner's index (of the memories that pass), merged; each owner's index
-    ranks with its own statistics."""
+    """BM25 over each owner's index (of the memories that pass), merged by relevance; each
+    owner's index ranks with its own statistics."""
     # With encryption on, postings hold keyed hashes of terms: each owner's (a user's, an
     # org's) query terms are hashed with that owner's key.
     return merged(
         (
             (
                 o,
-                search_index.search(
-                    conn,
-                    o,
-                    query,
+                _relevance(
+                    search_index.rank(
+                        conn,
+                        o,
+                        query,
+                        limit,
+                        data_keys.sealer(conn, o).term_forms,
+                        filters.restriction(conn, o, only),
+                    ),
                     limit,
-                    data_keys.sealer(conn, o).term_forms,
-                    filters.restriction(conn, o, only),
+                    cal,
                 ),
             )
             for o in owners
@@ -153,6 +191,7 @@ def _semantic(
     query_vector: Any,
     rankings: dict[str, tuple[search_index.Ranking, float]],
     only: Filters,
+    cal: calibration.Calibration,
 ) -> list[tuple[str, str, float]]:
     """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
     owner's vectors that pass the filters; only vectors of the provider's model take part."""
@@ -178,10 +217,10 @@ def _semantic(
                 cosine[(owner, mid)] = float(scores[row])
     if mode == "semantic":
         dense.sort(key=lambda item: (item[1], item[0][1]), reverse=True)
-        return [(o, mid, s) for (o, mid), s in dense[:limit]]
+        return [(o, mid, cal.semantic(s)) for (o, mid), s in dense[:limit]]
     cosine.update(dense)
     weight = blend.dense_weight(coverage)
     # BM25 is read against what the query could score, not against its best hit (fusion.py).
     attainable = max((fusion.attainable(r.weights) for r, _ in rankings.values()), default=0.0)
-    fused = fusion.fuse(lexical, dense, cosine, weight, limit, attainable)
+    fused = fusion.fuse(lexical, dense, cosine, weight, limit, attainable, cal)
     return [(o, mid, s) for (o, mid), s in fused]

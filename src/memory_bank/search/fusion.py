@@ -11,6 +11,11 @@ BM25 is read against what the query could score (attainable: a memory holding ea
 once, at the average length), not against the best hit: a distractor that shares one word of a
 paraphrased question is the best BM25 hit, but only a fraction of a full match, so it no longer
 takes the whole lexical share from the memory the cosine finds.
+
+The cosine enters as it is, not stretched over each query's candidates: stretched, the nearest
+memory took the whole dense share however far it was, so an unrelated question scored as high
+as a good one. The blend's value goes through the model's hybrid curve (search/calibration.py),
+which keeps the order and makes the score a relevance estimate.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
+
+from memory_bank.search.calibration import Calibration, lexical_evidence
 
 K = TypeVar("K", bound=Hashable)
 
@@ -30,11 +37,14 @@ class Blend:
     from `high` on, and moves linearly between them.
     """
 
-    dense_when_covered: float = 0.5
-    dense_when_uncovered: float = 0.7
+    dense_when_covered: float = 0.6
+    dense_when_uncovered: float = 0.8
     low: float = 0.0
     high: float = 1.0
     candidates: int = 200
+    # BM25's evidence (0..1) is worth this much of a cosine: cosines of unrelated memories are
+    # far above 0, so a full lexical share next to a raw cosine would drown the meaning.
+    lexical_scale: float = 0.4
 
     def dense_weight(self, coverage: float) -> float:
         """The cosine's share of the score for a query whose lexical hits cover this much."""
@@ -58,25 +68,30 @@ def fuse(
     cosine: Mapping[K, float],
     weight: float,
     limit: int,
-    attainable: float = 0.0,
+    attainable: float,
+    calibration: Calibration,
+    lexical_scale: float = BLEND.lexical_scale,
 ) -> list[tuple[K, float]]:
-    """The best `limit` of the union of both candidate lists, by
-    (1 - weight) * bm25 / max(best bm25, attainable) + weight * min-max(cosine); best first,
-    ties to the larger key (the newest id). cosine holds every candidate's cosine that has a
-    vector; attainable is attainable() of the query (0: BM25 over the best hit alone)."""
+    """The best `limit` of the union of both candidate lists, each with its relevance (see
+    search/calibration.py), best first, ties to the larger key (the newest id).
+
+    A candidate with a vector is scored on
+    (1 - weight) * lexical_scale * lexical evidence + weight * cosine;
+    one without (its vector is not made yet: after an import, a model change, a burst of saves)
+    on its lexical evidence alone, by the lexical curve, so it ranks where lexical search would
+    put it instead of below every memory that has a vector. cosine holds every candidate's
+    cosine that has a vector; attainable is attainable() of the query.
+    """
     bm25 = dict(lexical)
     keys = list(dict.fromkeys([k for k, _ in lexical] + [k for k, _ in dense]))
-    if not keys:
-        return []
-    top = max(max(bm25.values(), default=0.0), attainable)
-    cos = [cosine[k] for k in keys if k in cosine]
-    low, high = (min(cos), max(cos)) if cos else (0.0, 0.0)
-    span = high - low
     scored = []
     for k in keys:
-        lex = bm25.get(k, 0.0) / top if top > 0 else 0.0
-        sem = (cosine[k] - low) / span if span > 0 and k in cosine else 0.0
-        scored.append((k, (1.0 - weight) * lex + weight * sem))
+        lex = lexical_evidence(bm25.get(k, 0.0), attainable)
+        if k in cosine:
+            score = calibration.hybrid((1.0 - weight) * lexical_scale * lex + weight * cosine[k])
+        else:
+            score = calibration.lexical(lex)
+        scored.append((k, score))
     scored.sort(key=lambda item: (item[1], item[0]), reverse=True)
     return scored[:limit]
 

@@ -1,0 +1,354 @@
+"""Search an agent can trust: fits the score calibration and prints the relevance floor's table.
+
+Every question of benchmarks/fusion.py (LoCoMo under the plain protocol, both paraphrase sets)
+plus the questions with no answer (fusion.unanswerable_asks: benchmarks/data/unanswerable.json
+in four languages, each paraphrase question asked without its set's pairs, each LoCoMo question
+asked of another conversation's user) is ranked in-process with the server's index, model and
+fusion code. Split by fixed rules: LoCoMo conv-26, conv-30, conv-41 and the paraphrase sets'
+tuning pairs tune, the rest is held out; the written questions tune at even index.
+
+`--fit` fits the model's curves (search/calibration.py) and the default floor on the tuning half
+and writes them to src/memory_bank/search/calibration.json; then, or on its own, the floor table
+is printed for the held-out half (abstention: share of unanswerable questions answered with no
+result in the default hybrid mode; paraphrase hit@5 and LoCoMo recall@10 with the floor; ROC
+AUC of the top result's score at min_score=0, answerable paraphrase questions against
+unanswerable ones), beside the fusion before calibration, and written to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common
+import fusion
+import locomo
+from fusion import Question
+
+RESULTS = common.REPO / "benchmarks" / "results"
+CALIBRATION = common.REPO / "src" / "memory_bank" / "search" / "calibration.json"
+MODELS = {
+    "all-mpnet-base-v2": "local:all-mpnet-base-v2-int8",
+    "all-MiniLM-L6-v2": "local:all-MiniLM-L6-v2-int8",
+}
+FLOORS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+SHOWN = 10  # the results each question's fit looks at, per mode
+Ranker = Callable[[Question, int], list[tuple[str, float]]]
+
+
+def _dense(
+    q: Question, n: int, having: Callable[[str], bool] | None = None
+) -> list[tuple[str, float]]:
+    items = [kv for kv in q.cosine.items() if having is None or having(kv[0])]
+    return sorted(items, key=lambda kv: (kv[1], kv[0]), reverse=True)[:n]
+
+
+def half(label: str) -> bool:
+    """Whether a memory's vector is made in the half-made case (a fixed hash of its label)."""
+    return zlib.crc32(label.encode()) % 2 == 0
+
+
+def ranker(
+    mode: str, cal: Any, vectors: Callable[[str], bool] | None = None, blend: Any = None
+) -> Ranker:
+    """The server's ranking of a question's candidates in this mode, with calibrated scores
+    (vectors: which memories have a vector, None: all; blend: a search.fusion.Blend, None: the
+    shipped one)."""
+    from memory_bank.search import fusion as shipped
+
+    blend = blend or shipped.BLEND
+
+    def rank(q: Question, limit: int) -> list[tuple[str, float]]:
+        if mode == "lexical":
+            reach = q.attainable
+            return [(m, cal.lexical(s / reach if reach > 0 else 0.0)) for m, s in q.lexical[:limit]]
+        dense = _dense(q, blend.candidates, vectors)
+        if mode == "semantic":
+            return [(m, cal.semantic(c)) for m, c in dense[:limit]]
+        cosine = q.cosine if vectors is None else {m: c for m, c in q.cosine.items() if vectors(m)}
+        return shipped.fuse(
+            q.lexical[: blend.candidates],
+            dense,
+            cosine,
+            blend.dense_weight(q.coverage),
+            limit,
+            q.attainable,
+            cal,
+            blend.lexical_scale,
+        )
+
+    return rank
+
+
+def before(q: Question, limit: int) -> list[tuple[str, float]]:
+    """The hybrid fusion before calibration: cosines min-max normalised among the candidates."""
+    from memory_bank.search.fusion import BLEND
+
+    w = BLEND.dense_weight(q.coverage)
+    bm25 = dict(q.lexical[: BLEND.candidates])
+    dense = _dense(q, BLEND.candidates)
+    keys = list(dict.fromkeys([k for k in bm25] + [k for k, _ in dense]))
+    top = max(max(bm25.values(), default=0.0), q.attainable)
+    cos = [q.cosine[k] for k in keys]
+    low, high = (min(cos), max(cos)) if cos else (0.0, 0.0)
+    out = []
+    for k in keys:
+        lex = bm25.get(k, 0.0) / top if top > 0 else 0.0
+        sem = (q.cosine[k] - low) / (high - low) if high > low else 0.0
+        out.append((k, (1 - w) * lex + w * sem))
+    out.sort(key=lambda kv: (kv[1], kv[0]), reverse=True)
+    return out[:limit]
+
+
+def logistic(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """slope, offset of the logistic curve fitted to labels y over evidence x with these sample
+    weights (Newton's method; a little ridge keeps separable data finite)."""
+    a, b = 0.0, 0.0
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(a * x + b)))
+        w = weight * p * (1 - p)
+        r = weight * (p - y)
+        g = np.array([np.sum(r * x) + 1e-6 * a, np.sum(r)])
+        h = np.array([[np.sum(w * x * x) + 1e-6, np.sum(w * x)], [np.sum(w * x), np.sum(w)]])
+        step = np.linalg.solve(h, g)
+        a, b = a - step[0], b - step[1]
+        if np.abs(step).max() < 1e-9:
+            break
+    return float(a), float(b)
+
+
+def evidence(qs: Sequence[Question], mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The evidence of what a true answer looks like against what nothing relevant looks like:
+    each tuning question's answers among its first SHOWN candidates in this mode (label 1), and
+    those first SHOWN candidates of each question nobody saved an answer for (label 0). The
+    other candidates of answerable questions are left out: nobody judged them. Weights: each
+    label holds half the total, and within the answers the paraphrase sets hold as much as
+    LoCoMo (its many word-sharing answers must not set the scale alone)."""
+    from memory_bank.search.calibration import Calibration, Curve
+
+    identity = Curve(1.0, 0.0)
+    # Ranked with identity curves, a score's logit is the raw evidence.
+    raw = Calibration(identity, identity, identity, 0.0, "")
+    xs, ys, group = [], [], []
+    for q in qs:
+        for m, s in ranker(mode, raw)(q, SHOWN):
+            if q.expected and m not in q.expected:
+                continue
+            xs.append(float(np.log(s / (1 - s))) if 0 < s < 1 else (-60.0 if s <= 0 else 60.0))
+            ys.append(1.0 if m in q.expected else 0.0)
+            group.append("none" if not q.expected else q.kind == "locomo")
+    weights = np.zeros(len(xs))
+    shares = {"none": 0.5, True: 0.25, False: 0.25}
+    for g, share in shares.items():
+        members = [i for i, each in enumerate(group) if each == g]
+        for i in members:
+            weights[i] = share / len(members)
+    return np.array(xs), np.array(ys), weights
+
+
+def fit(qs: Sequence[Question], model: str) -> dict[str, Any]:
+    """The model's curves fitted on the tuning questions."""
+    tune = [q for q in qs if q.tune]
+    out = {}
+    for mode in ("lexical", "semantic", "hybrid"):
+        x, y, w = evidence(tune, mode)
+        slope, offset = logistic(x, y, w)
+        out[mode] = {"slope": round(slope, 4), "offset": round(offset, 4)}
+    return out
+
+
+def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
+    """ROC AUC: the chance a positive scores above a negative (ties count half)."""
+    if not pos or not neg:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def figures(qs: Sequence[Question], rank: Ranker, floor: float) -> dict[str, float]:
+    """Abstention, paraphrase hit@5, LoCoMo recall@10 and AUC of these questions at a floor."""
+    none = [q for q in qs if not q.expected]
+    para = [q for q in qs if q.expected and q.kind.startswith("paraphrase")]
+    convs = [q for q in qs if q.expected and q.kind == "locomo"]
+    top: dict[int, float] = {}
+    abstained = 0
+    for q in none:
+        found = rank(q, 10)
+        top[id(q)] = found[0][1] if found else 0.0
+        abstained += not [s for _, s in found if s >= floor]
+    hits = 0
+    for q in para:
+        found = rank(q, 10)
+        top[id(q)] = found[0][1] if found else 0.0
+        hits += bool(q.expected & {m for m, s in found[:5] if s >= floor})
+    recall = 0.0
+    for q in convs:
+        kept = {m for m, s in rank(q, 10) if s >= floor}
+        recall += len(q.expected & kept) / len(q.expected)
+    by_kind = {
+        kind: sum(
+            1 for q in none if q.kind == kind and not [s for _, s in rank(q, 10) if s >= floor]
+        )
+        / max(1, sum(1 for q in none if q.kind == kind))
+        for kind in ("none", "none-paraphrase", "none-locomo")
+    }
+    return {
+        "abstention": abstained / max(1, len(none)),
+        **{f"abstention {k}": v for k, v in by_kind.items()},
+        "hit@5": hits / max(1, len(para)),
+        "recall@10": recall / max(1, len(convs)),
+        "auc": auc(
+            [top[id(q)] for q in para],
+            [top[id(q)] for q in none if q.kind in ("none", "none-paraphrase")],
+        ),
+        "unanswerable": len(none),
+        "paraphrase": len(para),
+        "locomo": len(convs),
+    }
+
+
+def choose_floor(qs: Sequence[Question], rank: Ranker) -> float:
+    """The floor that serves the tuning half best: the largest abstention + paraphrase hit@5
+    (an empty answer where nothing was saved, the answer where it was) while LoCoMo recall@10
+    stays within 0.03 of what no floor gives."""
+    tune = [q for q in qs if q.tune]
+    free = figures(tune, rank, 0.0)
+    best, merit = 0.0, -1.0
+    for floor in np.arange(0.05, 0.96, 0.05):
+        f = figures(tune, rank, float(floor))
+        if f["recall@10"] >= free["recall@10"] - 0.03 and f["abstention"] + f["hit@5"] > merit:
+            best, merit = round(float(floor), 2), f["abstention"] + f["hit@5"]
+    return best
+
+
+def load(model: str, cache: Path | None) -> list[Question]:
+    """The questions with their candidates, from the cache when it is there."""
+    if cache and cache.exists():
+        loaded: list[Question] = pickle.loads(cache.read_bytes())
+        return loaded
+    qs = fusion.build(locomo.DEFAULT_DATA, model, plain=True, unanswerable=True)
+    if cache:
+        cache.write_bytes(pickle.dumps(qs))
+    return qs
+
+
+def grid(qs: Sequence[Question], cal: Any) -> None:
+    """The blend's settings swept on the tuning half (LoCoMo recall@10, paraphrase hit@5, AUC)."""
+    from dataclasses import replace
+
+    from memory_bank.search import fusion as shipped
+
+    tune = [q for q in qs if q.tune]
+    print("| lexical scale | covered w | uncovered w | R@10 | hit@5 | AUC |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for scale in (0.3, 0.4, 0.5, 0.6, 0.8, 1.0):
+        for covered, uncovered in ((0.5, 0.7), (0.4, 0.7), (0.3, 0.6), (0.5, 0.8), (0.6, 0.8)):
+            b = replace(
+                shipped.BLEND,
+                lexical_scale=scale,
+                dense_when_covered=covered,
+                dense_when_uncovered=uncovered,
+            )
+            f = figures(tune, ranker("hybrid", cal, None, b), 0.0)
+            print(
+                f"| {scale} | {covered} | {uncovered} | {f['recall@10']:.3f} | "
+                f"{f['hit@5']:.3f} | {f['auc']:.3f} |"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fit (with --fit) and print the floor table for one model."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="all-mpnet-base-v2", choices=sorted(MODELS))
+    parser.add_argument("--cache", type=Path, help="keep the candidates in this pickle")
+    parser.add_argument("--fit", action="store_true", help="fit and write calibration.json")
+    parser.add_argument(
+        "--curves-of", choices=sorted(MODELS), help="score with another model's curves"
+    )
+    parser.add_argument("--grid", action="store_true", help="sweep the blend on the tuning half")
+    args = parser.parse_args(argv)
+    from memory_bank.search import calibration
+
+    qs = load(args.model, args.cache)
+    name = MODELS[args.model]
+    if args.grid:
+        grid(qs, calibration.for_model(name))
+        return 0
+    if args.fit:
+        stored = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {"models": {}}
+        curves = fit(qs, args.model)
+        stored["lexical"] = curves.pop("lexical")
+        stored["models"][name] = curves
+        stored.setdefault("floor", 0.5)
+        CALIBRATION.write_text(json.dumps(stored, indent=2) + "\n")
+        calibration._stored.cache_clear()
+        if args.model == "all-mpnet-base-v2":
+            cal = calibration.for_model(name)
+            stored["floor"] = choose_floor(qs, ranker("hybrid", cal))
+            CALIBRATION.write_text(json.dumps(stored, indent=2) + "\n")
+            calibration._stored.cache_clear()
+    cal = calibration.for_model(MODELS[args.curves_of] if args.curves_of else name)
+    held = [q for q in qs if not q.tune]
+    floors = sorted({*FLOORS, cal.floor})
+    rows: dict[str, Any] = {"before (min-max blend, no floor)": figures(held, before, 0.0)}
+    for floor in floors:
+        rows[
+            f"floor {floor:g}{' (default)' if floor == cal.floor and not args.curves_of else ''}"
+        ] = figures(held, ranker("hybrid", cal), floor)
+    half_made = {
+        "lexical": figures(held, ranker("lexical", cal), 0.0)["recall@10"],
+        "hybrid, half the vectors": figures(held, ranker("hybrid", cal, half), 0.0)["recall@10"],
+        "semantic": figures(held, ranker("semantic", cal), 0.0)["recall@10"],
+    }
+    counts = rows[next(iter(rows))]
+    print(
+        f"{args.model} (curves of {cal.model}); held out: {counts['unanswerable']} unanswerable, "
+        f"{counts['paraphrase']} paraphrase, {counts['locomo']} LoCoMo questions"
+    )
+    print(
+        "| hybrid | abstention | written | paraphrase asked without | LoCoMo other user "
+        "| hit@5 | LoCoMo R@10 | AUC |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, f in rows.items():
+        print(
+            f"| {label} | {f['abstention']:.3f} | {f['abstention none']:.3f} | "
+            f"{f['abstention none-paraphrase']:.3f} | {f['abstention none-locomo']:.3f} | "
+            f"{f['hit@5']:.3f} | {f['recall@10']:.3f} | {f['auc']:.3f} |"
+        )
+    print(
+        "LoCoMo held-out recall@10 at min_score=0: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in half_made.items())
+    )
+    RESULTS.mkdir(exist_ok=True)
+    out = (
+        RESULTS / f"trust-{args.model}{'-curves-' + args.curves_of if args.curves_of else ''}.json"
+    )
+    out.write_text(
+        json.dumps(
+            {
+                "model": args.model,
+                "curves": cal.model,
+                "floor": cal.floor,
+                "rows": rows,
+                "recall": half_made,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"written {out.relative_to(common.REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
