@@ -63,7 +63,9 @@ def drain(service: Any) -> None:
 def search(service: Any, headers: dict[str, str], mode: str, **params: Any) -> list[dict[str, Any]]:
     """GET /v1/memory/search in one mode, asserting that mode answered."""
     r = service.client.get(
-        "/v1/memory/search", params={"q": QUERY, "mode": mode, **params}, headers=headers
+        "/v1/memory/search",
+        params={"q": QUERY, "mode": mode, "min_score": 0, **params},
+        headers=headers,
     )
     assert r.status_code == 200, r.text
     assert r.json()["mode"] == mode

@@ -91,7 +91,9 @@ def test_pull_into_a_folder_then_local_folder_works_offline(
     while vector_jobs.drain_once(service.db, semantic):
         pass
     found = service.client.get(
-        "/v1/memory/search", params={"q": "What sport does my son play?"}, headers=alice
+        "/v1/memory/search",
+        params={"q": "What sport does my son play?", "min_score": 0},
+        headers=alice,
     ).json()
     assert found["mode"] == "hybrid"
     assert found["results"][0]["content"].startswith("Leo has football")

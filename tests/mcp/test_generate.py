@@ -79,6 +79,7 @@ def test_input_merges_path_query_body_and_keeps_limits():
             "limit": {"in": "query", "name": "limit"},
             "scope": {"in": "query", "name": "scope"},
             "mode": {"in": "query", "name": "mode"},
+            "min_score": {"in": "query", "name": "min_score"},
             **{
                 name: {"in": "query", "name": name}
                 for name in ("tag", "created_after", "created_before", "updated_after", "source")
