@@ -90,7 +90,8 @@ def _search_then_hang_up(env: dict[str, str]) -> tuple[int, str]:
         _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": HANDSHAKE})
         assert "result" in _answer(process, 1)
         _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        call = {"name": "getMemorySearch", "arguments": {"q": "what sport does my son play"}}
+        search = {"q": "what sport does my son play", "min_score": 0}  # the nearest, floor or not
+        call = {"name": "getMemorySearch", "arguments": search}
         _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
         found = _answer(process, 2)["result"]["structuredContent"]
         assert found["mode"] == "hybrid", found
