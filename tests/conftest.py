@@ -252,8 +252,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 # Markers for the fast tier (`make test-fast` leaves these out), applied from what a test uses
 # so that test files rarely name them: a "mariadb" parameter; the fixtures below, by name; and,
-# from the code of the test, of the suite's fixtures it requests and of its own module's
-# functions they call, whether it starts another process or builds the local model.
+# from the code of the test, of the suite's fixtures it requests and of the suite's functions
+# they call (its own module's or a shared helper's), whether it starts another process or builds
+# the local model.
 FIXTURE_MARKS = {
     "mariadb_url": "mariadb",
     "mariadb_engine": "mariadb",
@@ -282,7 +283,7 @@ def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
 
 def _names(functions: Iterable[Any]) -> set[str]:
     """The global and attribute names these functions use (dotted imports split), following
-    calls into functions of their own module."""
+    calls into the suite's own functions."""
     todo = [inspect.unwrap(f) for f in functions]
     seen: set[types.CodeType] = set()
     names: set[str] = set()
@@ -296,9 +297,15 @@ def _names(functions: Iterable[Any]) -> set[str]:
             for name in each.co_names:
                 names.update(name.split("."))
                 found = function.__globals__.get(name)
-                if inspect.isfunction(found) and found.__module__ == function.__module__:
+                if inspect.isfunction(found) and _of_the_suite(found):
                     todo.append(found)
     return names
+
+
+def _of_the_suite(function: Any) -> bool:
+    """Whether a function is the suite's own (a test module's or a shared helper's), whose
+    calls count as the test's: a helper that starts a process makes its callers slow."""
+    return Path(function.__code__.co_filename).resolve().is_relative_to(TESTS)
 
 
 def _suite_fixtures(item: pytest.Function) -> list[Any]:
