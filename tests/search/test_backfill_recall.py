@@ -5,17 +5,12 @@ index, default local model and fusion (benchmarks/trust.py builds the same candi
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-import fusion  # noqa: E402  (a benchmark module: the candidates the benchmark ranks)
-import locomo  # noqa: E402
-import trust  # noqa: E402
-from memory_bank.search import calibration  # noqa: E402
+import fusion  # a benchmark module (benchmarks/ is on pytest's path): the candidates it ranks
+import locomo
+import trust
+from memory_bank.search import calibration
 
 pytestmark = [pytest.mark.eval, pytest.mark.model, pytest.mark.slow]
 HELD_OUT = {"conv-42", "conv-43"}
