@@ -3,6 +3,9 @@ the head's definition of an owner table, the statement filter, and a single serv
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 
@@ -124,3 +127,10 @@ def test_the_vitess_vschema_shards_every_owner_table_by_owner_and_keeps_the_rest
     assert sequence == {"column": "id", "sequence": "memory_bank_main.embedding_job_seq"}
     assert main["tables"]["embedding_job_seq"] == {"type": "sequence"}
     assert "vitess_sequence" in (root / "docker" / "vitess" / "sequences.sql").read_text()
+
+
+def test_the_docs_name_the_tables_heads_replicate():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "scale-out.md").read_text()
+    named = re.findall(r"^replicate-do-table = memory_bank\.(\w+)$", docs, re.MULTILINE)
+    assert named == shards.replicated_tables()
+    assert "alembic_version" in named and "memory" not in named

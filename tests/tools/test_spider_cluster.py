@@ -241,3 +241,10 @@ def test_up_refuses_a_dir_too_long_for_the_sockets(tmp_path):
     assert refused.returncode == 1
     assert "too long for a unix socket" in refused.stderr
     assert not deep.exists()
+
+
+def test_several_heads_need_the_tables_they_replicate(tmp_path):
+    refused = _tool("up", str(tmp_path / "c"), "--shards", "1", "--heads", "2", check=False)
+    assert refused.returncode == 1
+    assert "several heads need --replicate" in refused.stderr
+    assert not (tmp_path / "c").exists()

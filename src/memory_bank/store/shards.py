@@ -7,7 +7,11 @@ head. Which backends there are is written on the head (service_state "shards") b
 `memory-bank shards init`, with, for each, an owner key that the head places on it: reading
 that key through the head is the health check (/readyz), the same road any owner's rows take.
 
-This module knows the layout: the backends, the head's Spider definitions, which server a
+Several heads may serve the same backends (docs/scale-out.md, "Two heads"): their own tables
+replicate between them, and each has its Spider definitions, which `shards init` and
+`migrate` make on every head written on them (service_state "shards_heads").
+
+This module knows the layout: the backends, the heads, the head's Spider definitions, which server a
 migration statement belongs on, and which backends answer. Running migrations is
 store/migrate.py's.
 """
@@ -29,6 +33,8 @@ from memory_bank.store.owners import is_org
 from memory_bank.store.schema import metadata, owner_tables
 
 STATE_NAME = "shards"
+# service_state: the URLs of every head over these backends, when there is more than one.
+HEADS_STATE = "shards_heads"
 # service_state: the migration revision the head's Spider definitions were last rebuilt at.
 DEFINITIONS_STATE = "shards_definitions"
 # Spider's server names on the head (CREATE SERVER, server-wide), one per backend, with the
@@ -72,6 +78,24 @@ def _missing_table(exc: DBAPIError) -> bool:
     """Whether a statement failed because its table does not exist (1146, or SQLite's)."""
     args = getattr(exc.orig, "args", ())
     return (args[:1] == (1146,)) or "no such table" in str(exc.orig)
+
+
+def heads(conn: Connection) -> list[str]:
+    """The URLs of the heads written by `shards init` (this one among them); [] when only
+    the head the app talks to serves these backends."""
+    try:
+        found = service_state.get(conn, HEADS_STATE)
+    except (ProgrammingError, OperationalError) as exc:
+        if _missing_table(exc):
+            conn.rollback()
+            return []
+        raise
+    return list(json.loads(found)) if found is not None else []
+
+
+def record_heads(conn: Connection, urls: list[str]) -> None:
+    """Write the heads over these backends (their own tables replicate between them)."""
+    service_state.put(conn, HEADS_STATE, json.dumps(urls))
 
 
 def record(conn: Connection, found: list[Backend]) -> None:
@@ -301,6 +325,12 @@ def changed_table(statement: str) -> str | None:
 def head_tables() -> set[str]:
     """The tables that live on the head only (every known table but the owner tables)."""
     return set(metadata.tables) - {t.name for t in owner_tables()}
+
+
+def replicated_tables() -> list[str]:
+    """What heads over the same backends replicate to each other: their own tables and the
+    migration version (so a head another migrated starts as current)."""
+    return sorted(head_tables() | {"alembic_version"})
 
 
 def only_changes(conn: Connection, skip: set[str]) -> Callable[[], None]:
