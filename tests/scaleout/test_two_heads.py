@@ -33,7 +33,7 @@ pytestmark = pytest.mark.spider
 
 @dataclass(frozen=True)
 class TwoHeads:
-    """Two backends and two heads on loopback, made by the cluster tool and `shards init`."""
+    """Three backends and two heads on loopback, made by the cluster tool and `shards init`."""
 
     dir: Path
     heads: list[str]
@@ -55,7 +55,7 @@ def two_heads() -> Iterator[TwoHeads]:
     """The cluster, its first head made a head over both backends with the second head named."""
     directory = Path(tempfile.mkdtemp(prefix="mb2h", dir="/tmp"))
     shutil.rmtree(directory)
-    up = [sys.executable, str(TOOL), "up", str(directory), "--shards", "2", "--heads", "2"]
+    up = [sys.executable, str(TOOL), "up", str(directory), "--shards", "3", "--heads", "2"]
     done = subprocess.run(
         [*up, "--replicate", *shards.replicated_tables()],
         capture_output=True,

@@ -134,3 +134,13 @@ def test_the_docs_name_the_tables_heads_replicate():
     named = re.findall(r"^replicate-do-table = memory_bank\.(\w+)$", docs, re.MULTILINE)
     assert named == shards.replicated_tables()
     assert "alembic_version" in named and "memory" not in named
+
+
+def test_an_even_number_of_servers_gets_an_odd_number_of_partitions_dealt_out():
+    assert [shards.partition_count(n) for n in (1, 2, 3, 4, 5, 6)] == [1, 17, 3, 33, 5, 49]
+    servers = ["mysql+pymysql://app:pw@db0:3306/mb", "mysql+pymysql://app:pw@db1:3307/mb"]
+    assert shards.partition_urls(servers, 2) == servers
+    dealt = shards.partition_urls(servers, 5)
+    assert [sa.make_url(u).host for u in dealt] == ["db0", "db1", "db0", "db1", "db0"]
+    assert [sa.make_url(u).database for u in dealt] == [f"mb_p{k}" for k in range(5)]
+    assert all(sa.make_url(u).password == "pw" for u in dealt)

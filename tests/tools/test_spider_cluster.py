@@ -169,7 +169,7 @@ def test_up_prints_each_backend_then_the_head_last_and_resumes(cluster):
     assert _tool("up", str(folder), "--shards", "2").stdout.splitlines() == lines
     other = _tool("up", str(folder), "--shards", "3", check=False)
     assert other.returncode == 1
-    assert "2-shard cluster" in other.stderr
+    assert "a cluster of 2 shard(s) and 1 head(s)" in other.stderr
     assert other.stdout == ""
 
 

@@ -18,7 +18,7 @@ def init(args: argparse.Namespace, settings: Settings) -> int:
     """Make MEMORY_BANK_DATABASE_URL a Spider head over the --shard backends."""
     head = make_engine(settings.database_url.reveal(), pool_size=2)
     try:
-        found = init_shards(head, list(args.shard), list(args.head or []))
+        found = init_shards(head, list(args.shard), list(args.head or []), args.partitions)
     except ShardsError as exc:
         raise CliError(str(exc)) from None
     except DBAPIError as exc:
@@ -28,7 +28,11 @@ def init(args: argparse.Namespace, settings: Settings) -> int:
         ) from None
     finally:
         head.dispose()
-    print(f"head at {safe_url(settings.database_url)} spreads owners over {len(found)} backend(s):")
+    servers = len(args.shard)
+    spread = f"{servers} backend server(s)"
+    if len(found) != servers:
+        spread += f" in {len(found)} partitions, each a database of its own"
+    print(f"head at {safe_url(settings.database_url)} spreads owners over {spread}:")
     for backend in found:
         print(f"  {backend.name}  {safe_url(backend.url)}")
     for url in args.head or []:
@@ -41,7 +45,10 @@ def init(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         head.dispose()
     if len(found) % 2 == 0:
-        print("note: an odd number of backends spreads owners more evenly (docs/scale-out.md)")
+        print(
+            "note: an even number of partitions spreads some kinds of ids unevenly "
+            "(docs/scale-out.md): leave --partitions to its default"
+        )
     return 0
 
 
@@ -94,6 +101,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         required=True,
         metavar="URL",
         help="a backend's URL (mysql+pymysql://user:pass@host:port/db); repeat, in order",
+    )
+    made.add_argument(
+        "--partitions",
+        type=int,
+        metavar="P",
+        help="how many partitions to deal out to the backend servers (default: one per server "
+        "for an odd number of them, else 8n+1, each a database <database>_p<k>)",
     )
     made.add_argument(
         "--head",

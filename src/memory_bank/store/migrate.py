@@ -13,6 +13,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.engine import make_url
 
 from memory_bank.store import service_state, shards
 from memory_bank.store.engine import make_engine
@@ -132,9 +133,7 @@ def _migrate_sharded(head: Engine, found: list[shards.Backend]) -> None:
             return
     engines = [make_engine(b.url, 1) for b in found]
     try:
-        for backend in engines:
-            with backend.begin() as conn:
-                _upgrade(conn, shards.head_tables())
+        _upgrade_backends(engines)
         with head.begin() as conn:
             _upgrade(conn, _owner_names())
         with head.connect() as conn, engines[0].connect() as first:
@@ -148,6 +147,30 @@ def _migrate_sharded(head: Engine, found: list[shards.Backend]) -> None:
     finally:
         for backend in engines:
             backend.dispose()
+
+
+def _upgrade_backends(engines: list[Engine]) -> None:
+    """Every backend's owner tables migrated, one after another (Alembic's context is global
+    to the process, so migrations cannot run on threads side by side)."""
+    for backend in engines:
+        with backend.begin() as conn:
+            _upgrade(conn, shards.head_tables())
+
+
+def _create_databases(urls: list[str]) -> None:
+    """The partitions' databases, where they are not there yet (as docs/deployment.md makes
+    a database: utf8mb4, utf8mb4_bin)."""
+    for url in urls:
+        parsed = make_url(url)
+        server = make_engine(parsed.set(database="").render_as_string(hide_password=False), 1)
+        try:
+            with server.begin() as conn:
+                conn.exec_driver_sql(
+                    f"CREATE DATABASE IF NOT EXISTS `{parsed.database}` "
+                    "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                )
+        finally:
+            server.dispose()
 
 
 def _own_url(head: Engine) -> str:
@@ -189,16 +212,22 @@ class ShardsError(RuntimeError):
 
 
 def init_shards(
-    head: Engine, urls: list[str], other_heads: list[str] | None = None
+    head: Engine,
+    urls: list[str],
+    other_heads: list[str] | None = None,
+    partitions: int | None = None,
 ) -> list[shards.Backend]:
-    """Make the head a Spider head over these backends (`memory-bank shards init`): every
-    backend migrated with the owner tables, the head's own tables migrated, one Spider table per
-    owner table on the head (a partition per backend), and the backends written on the head.
-    Each of other_heads (heads that replicate this one's own tables) gets the same Spider
-    servers and tables, and every head is written on the head, for `migrate`.
+    """Make the head a Spider head over these backend servers (`memory-bank shards init`):
+    `partitions` backends (by default shards.partition_count: one per server for an odd number
+    of servers, each a database of its own dealt out in turn otherwise), every backend migrated
+    with the owner tables, the head's own tables migrated, one Spider table per owner table on
+    the head (a partition per backend), and the backends written on the head. Each of
+    other_heads (heads that replicate this one's own tables) gets the same Spider servers and
+    tables, and every head is written on the head, for `migrate`.
 
-    Run again with the same URLs it finishes or repeats the work; other URLs are refused
-    (moving owners between backends is not supported). Heads are only ever added.
+    Run again with the same URLs it finishes or repeats the work (keeping the partitions it
+    made); other URLs or partitions are refused (moving owners between backends is not
+    supported). Heads are only ever added.
     """
     if head.dialect.name == "sqlite" or not urls:
         raise ShardsError("shards init needs a MariaDB head with Spider and at least one backend")
@@ -212,18 +241,22 @@ def init_shards(
         raise ShardsError("the head has no active Spider engine (plugin-load-add = ha_spider.so)")
     with _exclusive(head):
         existing = _backends(head)
-        if existing and [b.url for b in existing] != list(urls):
+        count = partitions or (len(existing) if existing else shards.partition_count(len(urls)))
+        if count < len(urls):
+            raise ShardsError(f"{count} partition(s) cannot cover {len(urls)} backend servers")
+        wanted = shards.partition_urls(list(urls), count)
+        if existing and [b.url for b in existing] != wanted:
             raise ShardsError(
                 f"the head already spreads owners over {len(existing)} backend(s) "
                 f"({', '.join(b.name for b in existing)}); changing them would move owners "
                 "between backends, which is not supported"
             )
-        found = shards.name_backends(head.url.database or "", list(urls))
-        engines = [make_engine(url, 1) for url in urls]
+        if wanted != list(urls):
+            _create_databases(wanted)
+        found = shards.name_backends(head.url.database or "", wanted)
+        engines = [make_engine(url, 1) for url in wanted]
         try:
-            for backend in engines:
-                with backend.begin() as conn:
-                    _upgrade(conn, shards.head_tables())
+            _upgrade_backends(engines)
             with head.connect() as conn:
                 _make_head(conn, engines[0], found)
                 known = shards.heads(conn)
