@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -18,6 +19,7 @@ from memory_bank.settings import Settings
 from memory_bank.store import api_keys, shards
 from memory_bank.store.engine import make_engine, writing
 from memory_bank.store.migrate import ShardsError, init_shards
+from scaleout.counting import Counters
 from scaleout.placement import partition_of
 
 pytestmark = pytest.mark.spider
@@ -77,6 +79,7 @@ def test_each_partition_is_a_database_on_the_server_it_is_dealt_to(cluster, deal
         )
     )
     owners = [f"dealt{n}" for n in range(20)]
+    servers = Counters([cluster.url(port, "mysql") for port in cluster.shard_ports[:2]])
     try:
         with TestClient(app) as client:
             for owner in owners:
@@ -85,11 +88,22 @@ def test_each_partition_is_a_database_on_the_server_it_is_dealt_to(cluster, deal
                     lambda c, o=owner: api_keys.create_key(c, o, ("mcp:read", "mcp:write"), "t"),
                 )
                 headers = {"Authorization": f"Bearer {secret}"}
-                saved = client.post("/v1/memory", json={"content": f"{owner} ate"}, headers=headers)
+                body = {"content": f"{owner} ate"}
+                saved = client.post("/v1/memory", json=body, headers=headers)
                 assert saved.status_code == 201, saved.text
-                found = client.get("/v1/memory/search", params={"q": owner}, headers=headers)
-                assert [r["id"] for r in found.json()["results"]] == [saved.json()["memory"]["id"]]
+
+                def search(owner: str = owner, headers: dict[str, str] = headers) -> Any:
+                    return client.get("/v1/memory/search", params={"q": owner}, headers=headers)
+
+                # Data statements reach only the server that holds the owner's partition.
+                server = partition_of(head, owner) % 2
+                cost = servers.cost(search)
+                assert cost.data[1 - server] == 0 and cost.data[server] > 0, (owner, cost)
+                assert [r["id"] for r in search().json()["results"]] == [
+                    saved.json()["memory"]["id"]
+                ]
     finally:
+        servers.close()
         app_state.dispose(state_of(app))
         engine.dispose()
     held = [_owners_in(url) for url in partitions]
