@@ -1,6 +1,6 @@
 """Latency through a Spider head over 2, 3 and 5 backends against a plain database, in one run.
 
-    python benchmarks/spider.py [--per-owner 4000] [--calls 100] [--rounds 3]
+    python benchmarks/spider.py [--per-owner 4000] [--calls 100] [--rounds 5]
 
 The layouts, and why they share one cluster: tools/spider_cluster.py brings up five backends and
 one head, and every layout lives on those six servers, with their settings. The plain layout
@@ -610,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-owner", type=int, default=4000, help="memories per owner")
     parser.add_argument("--calls", type=int, default=100, help="calls per operation and round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds over every layout")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds over every layout")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     results: dict[str, Any] = {
