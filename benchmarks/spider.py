@@ -1,6 +1,6 @@
 """Latency through a Spider head over 2, 3 and 5 backends against a plain database, in one run.
 
-    python benchmarks/spider.py [--per-owner 4000] [--calls 100] [--rounds 5]
+    python benchmarks/spider.py [--per-owner 4000] [--calls 100] [--rounds 5] [--similar-hints off]
 
 The layouts, and why they share one cluster: tools/spider_cluster.py brings up five backends and
 one head, and every layout lives on those six servers, with their settings. The plain layout
@@ -36,7 +36,8 @@ waited, runnable, for one (other jobs share the cores); the cores the rest of th
 busy meanwhile (/proc/stat); and the load average before each layout's turn. The CPU is what a
 layout costs whatever the load; the wait is what the machine's contention adds.
 
-Results: benchmarks/results/spider.json; markdown tables on stdout (progress on stderr).
+Results: benchmarks/results/spider.json (spider-no-hints.json with --similar-hints off, which
+tells what a save's hints cost); markdown tables on stdout (progress on stderr).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ from memory_bank.store.migrate import init_shards, migrate
 from memory_bank.store.owners import Owner
 
 TOOL = common.REPO / "tools" / "spider_cluster.py"
-RESULTS = common.REPO / "benchmarks" / "results" / "spider.json"
+RESULTS = common.REPO / "benchmarks" / "results"
 MODEL = "all-MiniLM-L6-v2"
 BACKENDS = 5
 # Layout name -> backends (0: the plain database on backend 0, no head).
@@ -380,8 +381,8 @@ class Service:
     saved: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _service(url: str, owners: list[str]) -> Service:
-    """The app on a layout's database, with a key per owner."""
+def _service(url: str, owners: list[str], hints: bool) -> Service:
+    """The app on a layout's database, with a key per owner (similar-memory hints on or off)."""
     settings = Settings(
         database_url=url,
         allowed_hosts="testserver",
@@ -390,6 +391,7 @@ def _service(url: str, owners: list[str]) -> Service:
         embeddings_worker=False,
         # A hybrid search must not answer lexically because a loaded machine was slow to embed.
         embeddings_deadline_ms=10_000,
+        similar_hints=hints,
     )
     app = create_app(settings)
     db = state_of(app).db
@@ -611,6 +613,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-owner", type=int, default=4000, help="memories per owner")
     parser.add_argument("--calls", type=int, default=100, help="calls per operation and round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds over every layout")
+    parser.add_argument(
+        "--similar-hints",
+        choices=("on", "off"),
+        default="on",
+        help="a save's similar-memory hints (off: results in spider-no-hints.json)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     results: dict[str, Any] = {
@@ -622,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
         "per_owner": args.per_owner,
         "calls": args.calls,
         "rounds": args.rounds,
+        "similar_hints": args.similar_hints,
         "buffer_pool_mb": BUFFER_POOL_MB,
         "machine_speed_ms": round(common.machine_speed(), 1),
     }
@@ -639,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in LAYOUTS:
                 results["load_s"][name] = round(_load(urls[name], loaded), 1)
                 _say(f"{name}: loaded in {results['load_s'][name]} s")
-                services[name] = _service(urls[name], owners)
+                services[name] = _service(urls[name], owners, args.similar_hints == "on")
                 semantic = state_of(services[name].app).semantic
                 assert semantic is not None and semantic.model == loaded.model, loaded.model
                 _warm(services[name], words)
@@ -668,7 +677,8 @@ def main(argv: list[str] | None = None) -> int:
     results["rounds_detail"] = [{k: v for k, v in r.items() if k != "batches"} for r in rounds]
     results["load_average_end"] = _load_average()
     results["seconds"] = round(time.perf_counter() - started)
-    RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    out = RESULTS / ("spider.json" if args.similar_hints == "on" else "spider-no-hints.json")
+    out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     print(_tables(results))
     print(
         f"\nload average (1, 5, 15 min) at start {results['load_average_start']}, "
