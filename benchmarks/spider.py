@@ -553,54 +553,45 @@ def _figures(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return {"latency": latency, "ratio": ratios}
 
 
+def _table(title: str, columns: list[str], cell: Callable[[str, str], str]) -> list[str]:
+    """A markdown table under its title: an operation a row, a layout a column."""
+    lines = [title, "", "| operation | " + " | ".join(columns) + " |"]
+    lines.append("|---|" + "---|" * len(columns))
+    for op in OPERATIONS:
+        lines.append(f"| {op} | " + " | ".join(cell(op, name) for name in columns) + " |")
+    return lines
+
+
+def _ratio(row: dict[str, float], key: str) -> str:
+    """A ratio with the lowest and highest of the rounds: 1.25x (1.10-1.40), in the docs' signs."""
+    return f"{row[key]:.2f}{TIMES} ({row[key + '_min']:.2f}{DASH}{row[key + '_max']:.2f})"
+
+
 def _tables(results: dict[str, Any]) -> str:
     """The markdown tables: latency by layout, head ÷ plain with its spread, CPU per call."""
     latency, ratio = results["latency"], results["ratio"]
-    heads = [name for name, n in LAYOUTS.items() if n]
-    lines = [
-        "p50 / p95 (ms), over every round's calls:",
-        "",
-        "| operation | " + " | ".join(LAYOUTS) + " |",
-        "|---|" + "---|" * len(LAYOUTS),
-    ]
-    for op in OPERATIONS:
-        cells = [
-            f"{latency[n][op]['p50_ms']:.1f} / {latency[n][op]['p95_ms']:.1f}" for n in LAYOUTS
-        ]
-        lines.append(f"| {op} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "head ÷ plain, p50 / p95: the median of the rounds' ratios (lowest-highest):",
-        "",
-        "| operation | " + " | ".join(heads) + " |",
-        "|---|" + "---|" * len(heads),
-    ]
-    for op in OPERATIONS:
-        cells = []
-        for n in heads:
-            r = ratio[n][op]
-            cells.append(
-                f"{r['p50']:.2f}{TIMES} ({r['p50_min']:.2f}{DASH}{r['p50_max']:.2f}) / "
-                f"{r['p95']:.2f}{TIMES} ({r['p95_min']:.2f}{DASH}{r['p95_max']:.2f})"
-            )
-        lines.append(f"| {op} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "per call, ms: mean time / CPU / waiting for a core (app, head and backends together);",
-        "the CPU's ratio to plain; the cores other jobs kept busy meanwhile:",
-        "",
-        "| operation | " + " | ".join(LAYOUTS) + " |",
-        "|---|" + "---|" * len(LAYOUTS),
-    ]
-    for op in OPERATIONS:
-        cells = []
-        for n in LAYOUTS:
-            lat = latency[n][op]
-            cell = f"{lat['mean_ms']:.1f} / {lat['cpu_ms']['total']:.1f}"
-            cell += f" / {lat['wait_ms']['total']:.1f}"
-            cell += f" ({ratio[n][op]['cpu']:.2f}{TIMES})" if n in ratio else ""
-            cells.append(cell + f"; {lat['other_cores']:.2f}")
-        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+
+    def times(op: str, name: str) -> str:
+        return f"{latency[name][op]['p50_ms']:.1f} / {latency[name][op]['p95_ms']:.1f}"
+
+    def ratios(op: str, name: str) -> str:
+        return " / ".join(_ratio(ratio[name][op], key) for key in ("p50", "p95", "cpu"))
+
+    def costs(op: str, name: str) -> str:
+        found = latency[name][op]
+        cell = f"{found['mean_ms']:.1f} / {found['cpu_ms']['total']:.1f}"
+        return cell + f" / {found['wait_ms']['total']:.1f}; {found['other_cores']:.2f}"
+
+    layouts, heads = list(LAYOUTS), [name for name, n in LAYOUTS.items() if n]
+    lines = _table("p50 / p95 (ms), over every round's calls:", layouts, times)
+    ratio_title = (
+        "head ÷ plain, p50 / p95 / CPU per call: the median of the rounds' ratios (lowest-highest):"
+    )
+    cost_title = (
+        "per call, ms: mean time / CPU / waiting for a core (app, head and backends together); "
+        "the cores other jobs kept busy meanwhile:"
+    )
+    lines += ["", *_table(ratio_title, heads, ratios), "", *_table(cost_title, layouts, costs)]
     return "\n".join(lines)
 
 
