@@ -234,8 +234,9 @@ def _make_layouts(cluster: Cluster) -> dict[str, str]:
     return urls
 
 
-def _partitions(url: str, owners: list[str]) -> list[int]:
-    """The backend (partition number) a head places each owner on, asked of the head."""
+def _partitions(url: str, owners: list[str], backends: int) -> list[int]:
+    """The backend a head places each owner on, asked of the head: partition k is on backend
+    k mod n (shards init deals partitions out in turn; one per backend for an odd number)."""
     engine = make_engine(url, 1)
     found = []
     with engine.connect() as conn:
@@ -250,7 +251,7 @@ def _partitions(url: str, owners: list[str]) -> list[int]:
                 .mappings()
                 .one()
             )
-            found.append(int(str(row["partitions"]).removeprefix("p")))
+            found.append(int(str(row["partitions"]).removeprefix("p")) % backends)
     engine.dispose()
     return found
 
@@ -260,7 +261,7 @@ def _choose_owners(urls: dict[str, str]) -> tuple[list[str], dict[str, list[int]
     each layout places them."""
     candidates = [f"owner{n}@bench.example" for n in range(200)]
     heads = {name: n for name, n in LAYOUTS.items() if n}
-    placed = {name: _partitions(urls[name], candidates) for name in heads}
+    placed = {name: _partitions(urls[name], candidates, n) for name, n in heads.items()}
     widest = max(heads, key=lambda name: heads[name])
     assert heads[widest] == OWNERS
     groups = [[i for i, p in enumerate(placed[widest]) if p == k][:4] for k in range(heads[widest])]
