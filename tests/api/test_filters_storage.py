@@ -157,18 +157,21 @@ def test_a_filter_reads_one_owner_range_not_every_memory(service):
                 )
                 assert not re.search(r"\bSCAN (memory|memory_tag|memory_term)\b", plan), plan
         else:
-            conn.exec_driver_sql("FLUSH STATUS")
-            store.list_memories(conn, "alice", 20, None, rare)
             # Index entries and rows the engine read: the tag's 15 rows (and their memories,
-            # contexts), not alice's 1500 memories.
-            read = sum(
-                int(value)
-                for _, value in conn.exec_driver_sql(
-                    "SHOW SESSION STATUS WHERE Variable_name IN "
-                    "('Handler_read_key', 'Handler_read_next', 'Handler_read_prev')"
+            # contexts), not alice's 1500 memories; each statement's own, so that a failure
+            # names the statement and its plan.
+            for sql, params in statements:
+                conn.exec_driver_sql("FLUSH STATUS")
+                conn.exec_driver_sql(sql, params).all()
+                read = sum(
+                    int(value)
+                    for _, value in conn.exec_driver_sql(
+                        "SHOW SESSION STATUS WHERE Variable_name IN "
+                        "('Handler_read_key', 'Handler_read_next', 'Handler_read_prev')"
+                    )
                 )
-            )
-            assert read < 200, read
+                plan = conn.exec_driver_sql("EXPLAIN " + sql, params).all()
+                assert read < 200, (read, sql, plan)
     assert [m.id for m in page] == list(reversed(mine[::100]))
     assert {mid for mid, _ in hits} == set(mine[::100])
 
