@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory_bank.mcp import lexicon
 from memory_bank.mcp.ranking import phrase
 
 
@@ -40,8 +41,11 @@ def test_an_id_gives_its_kind_and_a_relative_clause_says_which_one():
 
 
 def test_grammar_numbers_and_ids_say_nothing_to_do():
-    assert phrase.meaningful("delete")
-    assert not any(map(phrase.meaningful, ("the", "not", "42", "mem_abc", phrase.SLOT)))
+    english = lexicon.of(("en",))
+    assert phrase.meaningful("delete", english)
+    assert not any(
+        phrase.meaningful(w, english) for w in ("the", "not", "42", "mem_abc", phrase.SLOT)
+    )
 
 
 def test_a_tag_asks_of_a_statement_not_of_a_request():
@@ -51,5 +55,5 @@ def test_a_tag_asks_of_a_statement_not_of_a_request():
 
 
 def test_fillers_say_nothing():
-    assert not phrase.meaningful("uh")
+    assert not phrase.meaningful("uh", lexicon.of(("en",)))
     assert phrase.parse("euh, qu'est-ce que tu sais sur Bob ?").question

@@ -7,12 +7,13 @@ tuned by tune.py).
 
 Every capability has documents: its title, its summary, what its method and path say a change
 does ("create memory"), and the example phrasings the spec gives it (`x-mcp-examples`, in
-English, German, French and Spanish, with "…" where the user's own content goes). A phrase
+every language the spec has, with "…" where the user's own content goes). A phrase
 is compared with each of them by words, word stems and character n-grams (so "Lösch",
 "löschen" and "lösche" meet), weighted by how few capabilities use them; a capability scores
 its best document's similarity, plus a little of all its text together.
 
-Before that, the phrase's shape is read with closed-class words only (mcp/lexicon.py): its
+Before that, the phrase's shape is read with closed-class words only, those of the language it
+is in (mcp/lexicon.py, mcp/language.py; the index tells it from the examples too): its
 clauses (an English one may start without its "that": "tell the team we're moving"), which
 of them are negated, whether it asks, what part is the content to save, ids, and words no
 capability uses (its topic). Negation and correction are then handled explicitly:

@@ -7,7 +7,6 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from memory_bank.mcp import lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
 from memory_bank.mcp.ranking import tuning
 from memory_bank.mcp.ranking.blend import Embedder, closeness, scale_by_meaning
@@ -24,7 +23,7 @@ from memory_bank.mcp.ranking.capability_index import (
     saver_of,
     undoer_of,
 )
-from memory_bank.mcp.ranking.phrase import ID, Clause, Phrase, meaningful, parse
+from memory_bank.mcp.ranking.phrase import ID, Clause, Phrase, meaningful
 
 # Tuned on the tune halves of the phrasing sets: tuning.json says what each does, and
 # `python -m memory_bank.mcp.ranking.tune` measures a value.
@@ -93,16 +92,17 @@ def _answer(
 ) -> tuple[Answer, bool]:
     """answer() of a whole phrase, and whether the phrase itself names an action (or declines
     or keeps one), not only the fallback's."""
-    phrase = parse(query)
-    if not any(meaningful(w) or ID.match(w) for w in phrase.words):
+    index = index_of(manifest)
+    phrase = index.parse(query)
+    if not any(meaningful(w, phrase.lex) or ID.match(w) for w in phrase.words):
         if not any(c.contrast for c in phrase.clauses):
             return Answer(()), False
         # A value corrected and nothing else ("no, 3 pm, not 2 pm"): a correction is an edit,
         # whatever words are around it.
         edits = [c for c in index_of(manifest).capabilities if c.method == "PATCH"]
         return Answer(tuple((c, CORRECTION_BONUS) for c in edits[:limit])), True
-    index = index_of(manifest)
     phrase = respelled(phrase, index)
+    lex = phrase.lex
     by_name = {c.name: c for c in index.capabilities}
     negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
     scores = index.scores(phrase_bag(phrase, False, negated, index))
@@ -113,7 +113,7 @@ def _answer(
         for i, c in enumerate(phrase.clauses)
         if i not in negated and not c.content and not c.contrast and not c.relative
         for w in c.words
-        if meaningful(w)
+        if meaningful(w, lex)
     ]
     coverage = sum(index.known(w) for w in asked) / len(asked) if asked else 1.0
     scores = {name: value * coverage**0.75 for name, value in scores.items()}
@@ -132,14 +132,16 @@ def _answer(
     correction = _corrects(phrase)
     for position in sorted(negated):
         clause = phrase.clauses[position]
-        if correction and not lexicon.COPULAS.isdisjoint(clause.words):
+        if correction and not lex.COPULAS.isdisjoint(clause.words):
             continue  # "n'est plus la bonne": a fact no longer so, its new value follows
-        meant, similarity = index.negation_meaning(clause)
+        meant, similarity = index.negation_meaning(clause, lex)
         if meant is not None and similarity >= NEGATION_MATCH:
             # The spec says what this negation means ("don't remember that" forgets).
             meanings.append((meant, similarity))
             continue
-        alone = Phrase((Clause(clause.words, False, False, False),), False, frozenset())
+        alone = Phrase(
+            (Clause(clause.words, False, False, False),), False, frozenset(), phrase.languages
+        )
         clause_scores = index.scores(phrase_bag(alone, False, frozenset(), index))
         # What a negation refuses is a change ("don't save", "vergiss nicht"): reads aside.
         changes = {n: s for n, s in clause_scores.items() if by_name[n].method != "GET"}
@@ -147,11 +149,7 @@ def _answer(
         if value < ACTION_FLOOR:
             continue
         undo = undoer_of(by_name[top], index.capabilities)
-        if (
-            undo is not None
-            and value >= KEEP_FLOOR
-            and not lexicon.CESSATION.isdisjoint(clause.words)
-        ):
+        if undo is not None and value >= KEEP_FLOOR and not lex.CESSATION.isdisjoint(clause.words):
             # Not to keep something any longer is to forget it: "I don't want you to remember
             # my salary anymore", "ne retiens plus ça".
             scores[undo.name] += KEEP_BONUS + value
@@ -188,7 +186,7 @@ def _answer(
         not phrase.question
         and by_name[max(scores, key=lambda name: scores[name])].method == "DELETE"
         and any(
-            i > 0 and not c.content and not lexicon.REPLACEMENTS.isdisjoint(c.words)
+            i > 0 and not c.content and not lex.REPLACEMENTS.isdisjoint(c.words)
             for i, c in enumerate(phrase.clauses)
         )
     )
@@ -229,9 +227,7 @@ def _answer(
                 scores[capability.name] += ID_BONUS
             elif "{" not in capability.path:
                 scores[capability.name] *= NO_ID_FACTOR
-    elif not lexicon.PLURAL_ITEMS.isdisjoint(phrase.words) and lexicon.ITEMS.isdisjoint(
-        phrase.words
-    ):
+    elif not lex.PLURAL_ITEMS.isdisjoint(phrase.words) and lex.ITEMS.isdisjoint(phrase.words):
         # Several items and no one of them ("list memories filtered by tag", "show the
         # drafts"): a collection, not one item.
         for capability in index.capabilities:
@@ -274,7 +270,7 @@ def _answer(
             # sister's birthday is on March 3rd"), with the search of what is kept next; a
             # fact that is so "now" replaces an older one ("my manager is now Tom").
             editor = editor_of(saver, index.capabilities)
-            now = states and not (lexicon.NOW | lexicon.REPLACEMENTS).isdisjoint(phrase.words)
+            now = states and not (lex.NOW | lex.REPLACEMENTS).isdisjoint(phrase.words)
             keeper = editor if (now or correction) and editor is not None else saver
             scores[keeper.name] = scores[fallback.name] + TOPICAL_MARGIN
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
@@ -298,14 +294,15 @@ def _corrects(phrase: Phrase) -> bool:
     es ese, ahora es ...", "n'est plus la bonne, c'est ... maintenant", "mudou, agora é ...")."""
     if phrase.question:
         return False
+    lex = phrase.lex
     for position, clause in enumerate(phrase.clauses):
-        if lexicon.NOW.isdisjoint(clause.words) or lexicon.COPULAS.isdisjoint(clause.words):
+        if lex.NOW.isdisjoint(clause.words) or lex.COPULAS.isdisjoint(clause.words):
             continue
         for before in phrase.clauses[:position]:
-            denied = not lexicon.NEGATIONS.isdisjoint(before.words) and not (
-                lexicon.COPULAS.isdisjoint(before.words)
+            denied = not lex.NEGATIONS.isdisjoint(before.words) and not (
+                lex.COPULAS.isdisjoint(before.words)
             )
-            if denied or not lexicon.CHANGED.isdisjoint(before.words):
+            if denied or not lex.CHANGED.isdisjoint(before.words):
                 return True
     return False
 
@@ -313,8 +310,9 @@ def _corrects(phrase: Phrase) -> bool:
 def _looks_back(phrase: Phrase) -> bool:
     """Whether a phrase that asks no question and hands over nothing points back in time
     ("latest", "since Monday", "dernier", "último")."""
+    lex = phrase.lex
     return (
-        not lexicon.RECENT.isdisjoint(phrase.words)
+        not lex.RECENT.isdisjoint(phrase.words)
         and not any(c.content for c in phrase.clauses)
         and not _states(phrase)
     )
@@ -322,8 +320,9 @@ def _looks_back(phrase: Phrase) -> bool:
 
 def _states(phrase: Phrase) -> bool:
     """Whether a phrase that asks nothing states a fact: a subject, then the verb "to be"."""
+    lex = phrase.lex
     return not phrase.question and any(
-        not lexicon.COPULAS.isdisjoint(c.words[1:]) for c in phrase.clauses if not c.content
+        not lex.COPULAS.isdisjoint(c.words[1:]) for c in phrase.clauses if not c.content
     )
 
 
@@ -335,19 +334,18 @@ def _gives_content(phrase: Phrase) -> bool:
 def _about(phrase: Phrase, index: Index) -> bool:
     """Whether a phrase says what it is about in the user's own words ("about the dentist",
     "the memories that mention Berlin")."""
+    lex = phrase.lex
     for clause in phrase.clauses:
         if (
             clause.relative
-            and lexicon.ORIGINS.isdisjoint(clause.words)
-            and any(meaningful(w) and not index.known(w) for w in clause.words)
+            and lex.ORIGINS.isdisjoint(clause.words)
+            and any(meaningful(w, lex) and not index.known(w) for w in clause.words)
         ):
             # Not "... that came in from Slack": where a memory came from lists (by source).
             return True
-        words = [
-            w for w in clause.words if w not in lexicon.ARTICLES and w not in lexicon.POSSESSIVES
-        ]
+        words = [w for w in clause.words if w not in lex.ARTICLES and w not in lex.POSSESSIVES]
         for word, after in itertools.pairwise(words):
-            if word in lexicon.ABOUT and meaningful(after) and not index.known(after):
+            if word in lex.ABOUT and meaningful(after, lex) and not index.known(after):
                 return True
     return False
 
@@ -355,10 +353,11 @@ def _about(phrase: Phrase, index: Index) -> bool:
 def _referred(phrase: Phrase, index: Index) -> frozenset[str]:
     """The kinds of id a phrase points at with a demonstrative ("that memory", "ce brouillon")."""
     found: set[str] = set()
+    lex = phrase.lex
     for clause in phrase.clauses:
         if clause.content:
             continue
         for word, after in zip(clause.words, clause.words[1:], strict=False):
-            if word in lexicon.DEMONSTRATIVES:
+            if word in lex.DEMONSTRATIVES:
                 found.update(index.items.get(after, ()))
     return frozenset(found)
