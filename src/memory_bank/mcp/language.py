@@ -29,6 +29,8 @@ OTHERS = {code: words for code, words in lexicon.GRAMMAR.items() if code != "en"
 # Words spelled alike in English and another of them ("no", "me"): evidence for neither.
 SHARED = frozenset(w for words in OTHERS.values() for w in words) & ENGLISH
 _FOREIGN_MARKS = re.compile("[\u00bf\u00a1\u00df]")
+# The last code point of the Latin letters (Latin Extended-B).
+_LATIN_END = 0x024F
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 # A French elision ("l'ancienne", "qu'il"); English clitics come after the word ("it's").
 _ELISION = re.compile(r"^(?:" + "|".join(sorted(lexicon.of().ELISIONS)) + r")'[a-z]{2,}$")
@@ -64,6 +66,8 @@ def is_english(text: str) -> bool:
     english = sum(1 for w in words if w in ENGLISH and w not in SHARED)
     other = max(sum(1 for w in words if w in found - SHARED) for found in OTHERS.values())
     other += accented + marks + sum(1 for w in words if _ELISION.match(w))
+    # Letters of another alphabet than Latin ("保存", "память"): no English phrase.
+    other += sum(1 for c in text if c.isalpha() and ord(c) > _LATIN_END)
     return english > other or english == other == 0
 
 

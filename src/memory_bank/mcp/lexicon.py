@@ -11,7 +11,8 @@ in. What a phrase asks for is read from the capabilities' own text and those exa
 (mcp/ranking/); these lists only say which words are grammar: which ones negate, open a
 question or a polite request, introduce the content of a save ("that", "dass", "que"), or say
 nothing at all. Words are written folded, as ranking.fold leaves them (lower case, no
-accents), so "über" is "uber" and "qué" is "que".
+accents), so "über" is "uber" and "qué" is "que"; in a script written without spaces, as the
+pairs of characters the ranker reads it in ("ない", not "ないで").
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class Words:
         self.PLACING = self._words("PLACING")
         # Words that open a question.
         self.QUESTION_LEADS = self._words("QUESTION_LEADS")
+        # Words that end one, in a language that puts them last (written as the pairs of
+        # characters a script without spaces is read in: "すか" of "ますか").
+        self.QUESTION_ENDS = self._words("QUESTION_ENDS")
         # The words a question's tag is made of ("..., right?", "..., oder?", "¿verdad?").
         self.TAGS = self._words("TAGS")
         # Fillers before a request, which say nothing ("um", "ähm", "euh", "pues").

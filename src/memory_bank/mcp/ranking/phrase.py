@@ -15,9 +15,17 @@ PLACEHOLDER = "\u2026"
 
 SLOT = "zzslot"
 
-_BOUNDARY = re.compile(r"([,;:.!?\u00bf\u00a1()\[\]\"]|\s[-\u2013\u2014]+\s|\s*[-=]>\s*)")
+# Punctuation, and that of the scripts written without spaces ("、", "。", "「」"; their
+# full-width question mark and colon are folded to ASCII).
+_BOUNDARY = re.compile(
+    r"([,;:.!?\u00bf\u00a1()\[\]\"\u3001\u3002\u300c-\u3011\u3014-\u301b\u30fb]"
+    r"|\s[-\u2013\u2014]+\s|\s*[-=]>\s*)"
+)
 
-_WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
+# Letters of the scripts written without spaces between words: kana and CJK ideographs.
+_UNSPACED = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD = re.compile(rf"[a-z0-9_]+(?:'[a-z]+)?|[{_UNSPACED}]+")
+_RUN = re.compile(rf"[{_UNSPACED}]+")
 
 ID = re.compile(r"^([a-z][a-z0-9]*)_[a-z0-9]+$")
 
@@ -28,10 +36,29 @@ _TAG = re.compile(r"[,;]\s*\u00bf?\s*([a-z' -]{1,30}?)\s*\?\s*$")
 
 
 def fold(text: str) -> str:
-    """Lower case without accents (ß is ss), curly apostrophes straight."""
+    """Lower case without accents (ß is ss), curly apostrophes straight, full-width forms as
+    ASCII; marks that are part of a letter elsewhere (kana's voicing: "で" is not "て") kept."""
     text = text.replace("\u2019", "'").replace("\u00b4", "'")
     decomposed = unicodedata.normalize("NFKD", text.replace(PLACEHOLDER, f" {SLOT} "))
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    kept = "".join(c for c in decomposed if not _ACCENT.match(c))
+    return unicodedata.normalize("NFC", kept).casefold()
+
+
+# The combining accents of the Latin, Greek and Cyrillic alphabets.
+_ACCENT = re.compile("[\u0300-\u036f]")
+
+
+def _segmented(text: str) -> list[str]:
+    """A text's words: a run of a script written without spaces is read as its overlapping
+    pairs of characters ("保存しないで": "保存", "存し", "しな", "ない", "いで"), so that a word
+    of two characters or more is found wherever it stands, with no dictionary."""
+    out: list[str] = []
+    for token in _WORD.findall(text):
+        if _RUN.fullmatch(token) and len(token) > 1:
+            out.extend(token[i : i + 2] for i in range(len(token) - 1))
+        else:
+            out.append(token)
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -51,7 +78,7 @@ def _split_words(segment: str, lex: lexicon.Words) -> list[str]:
     possessive 's split off."""
     out: list[str] = []
     clitic_form, elision_form = _apostrophes(lex)
-    for token in _WORD.findall(segment):
+    for token in _segmented(segment):
         if token in lex.CONTRACTIONS:
             out.extend(lex.CONTRACTIONS[token].split())
             continue
@@ -115,7 +142,7 @@ class Phrase:
 
 def tokens(text: str) -> list[str]:
     """A text's words as written, folded (what tells its language)."""
-    return _WORD.findall(fold(text))
+    return _segmented(fold(text))
 
 
 @lru_cache(maxsize=1024)
@@ -124,7 +151,7 @@ def parse(text: str, languages: tuple[str, ...] | None = None) -> Phrase:
     with the closed-class words of the languages given, or of those it is in by them."""
     folded = fold(text)
     if languages is None:
-        languages = language.detect(_WORD.findall(folded), text)
+        languages = language.detect(_segmented(folded), text)
     lex = lexicon.of(languages)
     # Pieces of text at even positions, the punctuation between them at odd ones.
     pieces = _BOUNDARY.split(folded)
@@ -146,7 +173,9 @@ def parse(text: str, languages: tuple[str, ...] | None = None) -> Phrase:
         pieces = _BOUNDARY.split(untagged)
     else:
         asks = folded.strip().endswith("?") or "\u00bf" in text
-    asks = asks or first in lex.QUESTION_LEADS
+    # A question opens with its word ("what ...", "¿qué ...") or, where the verb comes last,
+    # ends with one ("...ますか").
+    asks = asks or first in lex.QUESTION_LEADS or (bool(flat) and flat[-1] in lex.QUESTION_ENDS)
     polite = first in lex.REQUEST_LEADS and untagged is None
     question = asks and not polite and not _commands(flat, lex)
     clauses: list[Clause] = []
