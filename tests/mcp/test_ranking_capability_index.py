@@ -48,3 +48,11 @@ def test_an_article_is_never_joined_to_its_noun(index):
     assert "anota" in index.words
     joined = capability_index.respelled(phrase.parse("corrige a nota"), index)
     assert joined.clauses[0].words == ("corrige", "a", "nota")
+
+
+def test_a_phrase_meets_the_texts_of_its_own_language(index):
+    # An operation's texts together, for a phrase's score: those in its language and those in
+    # none (title, summary), so a language added to the spec moves no other's scores.
+    assert "w:保存" in index.profiles_in(("ja",))["postMemory"]
+    assert "w:保存" not in index.profiles_in(("en",))["postMemory"]
+    assert index.detect("Lösch das") == ("de",)

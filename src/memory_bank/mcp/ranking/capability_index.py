@@ -76,10 +76,18 @@ class Index:
         self.words: set[str] = set()
         self.stems: set[str] = set()
         self.evidence = _evidence(capabilities)
+        # Each capability's texts by the language they are in ("" for its title, summary and
+        # binding, and an example no language's words tell): a phrase meets those of its own
+        # language and the common ones, so a language added to the spec moves no other's score.
+        self.spoken: dict[str, dict[str, dict[str, float]]] = {}
+        examples = {text for capability in capabilities for text in capability.examples}
         for capability in capabilities:
             profile: dict[str, float] = {}
+            spoken = self.spoken.setdefault(capability.name, {})
             for text in capability_texts(capability):
                 shape = parse(text)
+                found = self.detect(text) if text in examples else ()
+                part = spoken.setdefault(found[0] if len(found) == 1 else "", {})
                 # A negated clause says what the example does by what it refuses: it is
                 # matched against a phrase's negated clauses only.
                 refused = frozenset(i for i, c in enumerate(shape.clauses) if c.negated)
@@ -94,6 +102,7 @@ class Index:
                         profile.setdefault(feature, 0.0)
                 for feature, value in bag.items():
                     profile[feature] = profile.get(feature, 0.0) + value
+                    part[feature] = part.get(feature, 0.0) + value
                 for word in shape.words:
                     if meaningful(word, shape.lex):
                         self.words.add(word)
@@ -109,6 +118,7 @@ class Index:
             Document(d.capability, self._weighted(d.bag)) for d in self.documents if d.bag
         ]
         self.profiles = {name: self._weighted(p) for name, p in self.profiles.items()}
+        self._profiles_in: dict[tuple[str, ...], dict[str, dict[str, float]]] = {}
         self.negated = [Document(d.capability, self._weighted(d.bag)) for d in self.negated]
         # The kinds of id (mem, mdr) each item noun stands for: those of the capabilities
         # whose examples use it.
@@ -164,10 +174,27 @@ class Index:
                     return (head if head in self.words else head[:-1], tail)
         return (word,)
 
+    def detect(self, text: str) -> tuple[str, ...]:
+        """The languages a text may be in, by its words and the examples' (language.detect)."""
+        return language.detect(tokens(text), text, self.evidence)
+
     def parse(self, text: str) -> Phrase:
         """A phrase read with the closed-class words of the language its words (and the
         examples') say it is in."""
-        return parse(text, language.detect(tokens(text), text, self.evidence))
+        return parse(text, self.detect(text))
+
+    def profiles_in(self, languages: tuple[str, ...]) -> dict[str, dict[str, float]]:
+        """Each capability's texts together, in these languages and in none (weighted)."""
+        if languages not in self._profiles_in:
+            made: dict[str, dict[str, float]] = {}
+            for name, spoken in self.spoken.items():
+                together: dict[str, float] = {}
+                for code in ("", *languages):
+                    for feature, value in spoken.get(code, {}).items():
+                        together[feature] = together.get(feature, 0.0) + value
+                made[name] = self._weighted(together)
+            self._profiles_in[languages] = made
+        return self._profiles_in[languages]
 
     def known(self, word: str) -> bool:
         """Whether some capability's text uses this word (or its stem)."""
@@ -186,8 +213,10 @@ class Index:
                 best = (document.capability, similarity)
         return best
 
-    def scores(self, bag: dict[str, float]) -> dict[str, float]:
-        """Each capability's similarity to a phrase's features."""
+    def scores(
+        self, bag: dict[str, float], languages: tuple[str, ...] = lexicon.CODES
+    ) -> dict[str, float]:
+        """Each capability's similarity to a phrase's features (in these languages)."""
         query = self._weighted(bag)
         best: dict[str, float] = {c.name: 0.0 for c in self.capabilities}
         if not query:
@@ -196,7 +225,7 @@ class Index:
             similarity = _dot(query, document.bag)
             name = document.capability.name
             best[name] = max(best[name], similarity)
-        for name, profile in self.profiles.items():
+        for name, profile in self.profiles_in(languages).items():
             best[name] += PROFILE_WEIGHT * _dot(query, profile)
         return best
 

@@ -7,6 +7,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
 from memory_bank.mcp.ranking import tuning
 from memory_bank.mcp.ranking.blend import Embedder, closeness, scale_by_meaning
@@ -23,7 +24,7 @@ from memory_bank.mcp.ranking.capability_index import (
     saver_of,
     undoer_of,
 )
-from memory_bank.mcp.ranking.phrase import ID, Clause, Phrase, meaningful
+from memory_bank.mcp.ranking.phrase import ID, PLACEHOLDER, Clause, Phrase, meaningful
 
 # Tuned on the tune halves of the phrasing sets: tuning.json says what each does, and
 # `python -m memory_bank.mcp.ranking.tune` measures a value.
@@ -37,6 +38,8 @@ KEEP_FLOOR = tuning.value("KEEP_FLOOR")
 NEGATION_MATCH = tuning.value("NEGATION_MATCH")
 NO_ID_FACTOR = tuning.value("NO_ID_FACTOR")
 QUESTION_CHANGE_FACTOR = tuning.value("QUESTION_CHANGE_FACTOR")
+TERSE_WORDS = tuning.value("TERSE_WORDS")
+ASKS = tuning.value("ASKS")
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,30 @@ def _unframed(
         inner, named = _unframed(manifest, framed.group(2), limit, embedder, frames - 1)
         if named:
             return inner, named
+    if framed is not None and _terse(manifest, framed.group(1)):
+        # An agent's terse intent names its action before the colon and its subject after
+        # it, like a person's request: "recall: the Q3 budget", "listar: todas as memórias
+        # com a tag viagem", "lookup prior context re: X".
+        # Read as the spec's examples are written, the subject a placeholder ("lookup: …").
+        # The model reads it only when the whole phrase is English (blend.closeness).
+        meant = embedder if language.is_english(query) else None
+        intent, named = _answer(manifest, f"{framed.group(1)} {PLACEHOLDER}", limit, meant)
+        if named and intent.ranked:
+            return intent, named
     return _answer(manifest, query, limit, embedder)
+
+
+def _terse(manifest: Manifest, head: str) -> bool:
+    """Whether words before a colon are a terse intent: a few words, all of them the
+    capabilities' own, none negated."""
+    index = index_of(manifest)
+    phrase = respelled(index.parse(head), index)
+    words = [w for w in phrase.words if meaningful(w, phrase.lex)]
+    return (
+        0 < len(words) <= TERSE_WORDS
+        and not any(c.negated for c in phrase.clauses)
+        and all(index.known(w) for w in words)
+    )
 
 
 def _frames(manifest: Manifest, head: str) -> bool:
@@ -105,7 +131,7 @@ def _answer(
     lex = phrase.lex
     by_name = {c.name: c for c in index.capabilities}
     negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
-    scores = index.scores(phrase_bag(phrase, False, negated, index))
+    scores = index.scores(phrase_bag(phrase, False, negated, index), phrase.languages)
     # A request in words no capability uses ("update a memory" with no edit tool) is no
     # confident match for whatever shares its other words.
     asked = [
@@ -116,7 +142,17 @@ def _answer(
         if meaningful(w, lex)
     ]
     coverage = sum(index.known(w) for w in asked) / len(asked) if asked else 1.0
-    scores = {name: value * coverage**0.75 for name, value in scores.items()}
+    # The user's subject after "about" ("delete the thing abt my old gym membership") costs
+    # the request's own words nothing.
+    request = [
+        w
+        for i, c in enumerate(phrase.clauses)
+        if i not in negated and not c.content and not c.contrast and not c.relative
+        for w in _unsubjected(c.words, lex, index)
+        if meaningful(w, lex)
+    ]
+    covered = sum(index.known(w) for w in request) / len(request) if request else 1.0
+    scores = {name: value * covered**0.75 for name, value in scores.items()}
     # A question mostly in the user's own words asks what is known about them: "what time is
     # my dentist appointment?", "who owns the billing service?".
     # Not one about a memory in view: "what did that note say at first?".
@@ -142,7 +178,7 @@ def _answer(
         alone = Phrase(
             (Clause(clause.words, False, False, False),), False, frozenset(), phrase.languages
         )
-        clause_scores = index.scores(phrase_bag(alone, False, frozenset(), index))
+        clause_scores = index.scores(phrase_bag(alone, False, frozenset(), index), phrase.languages)
         # What a negation refuses is a change ("don't save", "vergiss nicht"): reads aside.
         changes = {n: s for n, s in clause_scores.items() if by_name[n].method != "GET"}
         top, value = max(changes.items(), key=lambda item: item[1])
@@ -156,6 +192,10 @@ def _answer(
             kept = True
             continue
         keeper = keeper_of(by_name[top], index.capabilities)
+        if _asks_after(phrase, position, index) - {top, keeper.name if keeper else top}:
+            # A refusal followed by another request refuses only: "no wait, not delete it,
+            # just tell me what you had about ...", "nicht speichern, eher nachschauen ob ...".
+            continue
         if keeper is not None and value >= KEEP_FLOOR:
             # Not forgetting is remembering: "don't forget ...", "vergiss nicht, dass ...".
             scores[keeper.name] += KEEP_BONUS + value
@@ -287,6 +327,41 @@ def rank(
     Only those that score above zero are returned; a phrase of nothing but grammar, or one
     that declines an action and asks for nothing else, finds nothing."""
     return list(answer(manifest, query, limit, embedder).ranked)
+
+
+def _asks_after(phrase: Phrase, position: int, index: Index) -> set[str]:
+    """What the clauses after this one ask for on their own (the capability their words alone
+    name clearly; none for one that states something: "I was only thinking aloud")."""
+    found: set[str] = set()
+    for clause in phrase.clauses[position + 1 :]:
+        if clause.negated or clause.content or clause.relative or clause.contrast:
+            continue
+        if not phrase.lex.COPULAS.isdisjoint(clause.words[1:]):
+            continue
+        alone = Phrase(
+            (Clause(clause.words, False, False, False),), False, frozenset(), phrase.languages
+        )
+        scores = index.scores(phrase_bag(alone, False, frozenset(), index), phrase.languages)
+        name = max(scores, key=lambda n: scores[n])
+        if scores[name] >= ASKS:
+            found.add(name)
+    return found
+
+
+def _unsubjected(words: tuple[str, ...], lex: lexicon.Words, index: Index) -> list[str]:
+    """A clause's words without the user's own subject after a preposition that names what it
+    is about: the words no capability uses that follow it ("delete the thing about my old gym
+    membership", "Sachen über mehrere Gespräche hinweg merken"; not "about me")."""
+    out: list[str] = []
+    subject = False
+    for word in words:
+        if subject and (word in lex.ARTICLES or word in lex.POSSESSIVES):
+            continue
+        if subject and meaningful(word, lex) and not index.known(word):
+            continue
+        subject = word in lex.ABOUT
+        out.append(word)
+    return out
 
 
 def _corrects(phrase: Phrase) -> bool:
