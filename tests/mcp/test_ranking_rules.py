@@ -90,3 +90,9 @@ def test_voices_read_like_a_request(text, first):
 def test_a_reason_after_a_declined_save_asks_for_nothing():
     found = _answer("nah, no need to save it, I was only thinking aloud")
     assert found.ranked == () and found.declined is not None
+
+
+def test_a_polite_condition_declines_nothing():
+    # "If you don't mind" is a set phrase (mcp/languages/): no refusal, so no empty answer.
+    found = _answer("If you don't mind, I'd like to read the one you just found in full")
+    assert found.ranked and found.declined is None
