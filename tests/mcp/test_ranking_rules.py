@@ -79,6 +79,12 @@ def test_only_a_declined_save_is_answered_with_nothing():
         ("persist: prefers aisle seats", "postMemory"),
         # A refusal followed by another request refuses only.
         ("no wait, not delete it, just tell me what you have about the router", "getMemorySearch"),
+        # ... and so does one run into it without punctuation, as speech is transcribed.
+        (
+            "no wait not delete it um just tell me what you had about the wifi router",
+            "getMemorySearch",
+        ),
+        ("don't let me forget the lease renewal is due 1 March", "postMemory"),
         # The user's own subject after "about" costs the request's words nothing.
         ("delete the thing about my old gym membership", "deleteMemoryById"),
     ],

@@ -40,6 +40,7 @@ NO_ID_FACTOR = tuning.value("NO_ID_FACTOR")
 QUESTION_CHANGE_FACTOR = tuning.value("QUESTION_CHANGE_FACTOR")
 TERSE_WORDS = tuning.value("TERSE_WORDS")
 ASKS = tuning.value("ASKS")
+REFUSAL_REST = tuning.value("REFUSAL_REST")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def _answer(
         # whatever words are around it.
         edits = [c for c in index_of(manifest).capabilities if c.method == "PATCH"]
         return Answer(tuple((c, CORRECTION_BONUS) for c in edits[:limit])), True
-    phrase = respelled(phrase, index)
+    phrase = _refusals_apart(respelled(phrase, index), index)
     lex = phrase.lex
     by_name = {c.name: c for c in index.capabilities}
     negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
@@ -327,6 +328,30 @@ def rank(
     Only those that score above zero are returned; a phrase of nothing but grammar, or one
     that declines an action and asks for nothing else, finds nothing."""
     return list(answer(manifest, query, limit, embedder).ranked)
+
+
+def _refusals_apart(phrase: Phrase, index: Index) -> Phrase:
+    """A phrase with what follows a refused verb in its clause as a clause of its own, as speech
+    without punctuation runs them together ("not delete it um just tell me what you had
+    about ..."): the refusal is the negation and the first word the capabilities use after it."""
+    lex = phrase.lex
+    clauses: list[Clause] = []
+    for clause in phrase.clauses:
+        negations = [i for i, w in enumerate(clause.words) if w in lex.NEGATIONS]
+        start = negations[0] + 1 if negations and clause.negated else len(clause.words)
+        verbs = [
+            i
+            for i in range(start, len(clause.words))
+            if meaningful(clause.words[i], lex) and index.known(clause.words[i])
+        ]
+        rest = clause.words[verbs[0] + 1 :] if verbs else ()
+        # Not when the rest states something: "don't let me forget the lease is due ...".
+        if sum(meaningful(w, lex) for w in rest) < REFUSAL_REST or not lex.COPULAS.isdisjoint(rest):
+            clauses.append(clause)
+            continue
+        clauses.append(Clause(clause.words[: verbs[0] + 1], True, False, clause.content))
+        clauses.append(Clause(rest, False, False, clause.content))
+    return Phrase(tuple(clauses), phrase.question, phrase.ids, phrase.languages)
 
 
 def _asks_after(phrase: Phrase, position: int, index: Index) -> set[str]:
