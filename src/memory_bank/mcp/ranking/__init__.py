@@ -43,7 +43,12 @@ capability uses (its topic). Negation and correction are then handled explicitly
   just created"); with the user's own words in it, a listing is a search ("the memories that
   mention Berlin");
 - a frame before a colon, a dash or an arrow that names no action reports the request after
-  it ("user said: remember I'm vegan");
+  it ("user said: remember I'm vegan"); an agent's terse intent names its action before the
+  colon and its subject after it ("recall: the Q3 budget");
+- a refusal followed by another request refuses only ("no wait, not delete it, just tell me
+  what you had about ..."), also when speech runs them together without punctuation;
+- the user's own subject after "about" costs the request's words nothing ("delete the thing
+  about my old gym membership");
 - content handed over, or a fact stated ("my sister's birthday is on March 3rd"), with no
   action named and no question is something to keep, or an edit when it is so "now";
 - an addition that points back in time with nothing to add reads what was added ("the latest
