@@ -97,7 +97,8 @@ eval: install
 # (tools/spider_cluster.py, which installs Debian's Spider plugin when missing), made a head
 # with `memory-bank shards init`; then, through the head, the API, edit, limits, isolation, org,
 # review, encryption, export/erase and drafts tests below (their MariaDB runs), and the tests marked spider (rows on one backend
-# each, one backend down, a later migration on both layouts, the cluster tool). One test at a
+# each, one backend down, a later migration on both layouts, partitions dealt out to servers,
+# two heads with their own cluster, the cluster tool). One test at a
 # time: they share the cluster, and one of them stops a backend. The cluster is stopped and
 # removed at the end, pass or fail.
 SPIDER_DIR ?= /tmp/mb-spider

@@ -16,10 +16,14 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+
+if TYPE_CHECKING:
+    import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 MARIADB_ADMIN = os.environ.get("MEMORY_BANK_BENCH_MARIADB", "mysql+pymysql://root@127.0.0.1:3306/")
@@ -250,3 +254,37 @@ def machine_speed(repeats: int = 5) -> float:
             acc ^= int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times)
+
+
+class EmbeddingCache:
+    """Texts' vectors from a local model, kept in a file under the temporary directory between
+    runs (keyed by the text's SHA-256), so a benchmark embeds each text once."""
+
+    def __init__(self, prefix: str = "mb-bench") -> None:
+        self.prefix = prefix
+        self.path: Path | None = None
+        self.known: dict[str, np.ndarray] = {}
+
+    def __call__(self, provider: Any, texts: list[str]) -> np.ndarray:
+        """The texts' vectors, one row each, embedding only those not known yet."""
+        import numpy as np
+
+        model = provider.model.replace(":", "-")
+        path = Path(tempfile.gettempdir()) / f"{self.prefix}-{model}.npz"
+        if self.path != path:
+            self.path = path
+            self.known = dict(np.load(path)) if path.exists() else {}
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self.known]
+        if missing:
+            made = provider.embed([texts[i] for i in missing])
+            for row, i in enumerate(missing):
+                self.known[keys[i]] = made[row]
+        return np.vstack([self.known[k] for k in keys])
+
+    def save(self) -> None:
+        """Write what is known to the file."""
+        import numpy as np
+
+        if self.path is not None:
+            np.savez(self.path, **self.known)  # type: ignore[arg-type]

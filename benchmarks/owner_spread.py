@@ -4,9 +4,11 @@
 
 The head places an owner by `PARTITION BY KEY (user_id)` over a `utf8mb4_bin` column
 (store/shards.py). This asks the MariaDB server (MEMORY_BANK_BENCH_MARIADB) to place the same
-ids: a table of that key and collation with 2, 3, 4 and 5 partitions (the partitioning is the
-server's, whatever engine stores the rows), and counts each partition's rows. Beside it, the
-spread `PARTITION BY HASH` of the ids' CRC32 would give (HASH is the value modulo the count).
+ids: a table of that key and collation with 2, 3, 4 and 5 partitions, one per server (the
+partitioning is the server's, whatever engine stores the rows), and counts each partition's
+rows; then the layout `shards init` makes (shards.partition_count partitions, partition k on
+server k mod n), counted per server. Beside them, the spread `PARTITION BY HASH` of the ids'
+CRC32 would give (HASH is the value modulo the count).
 Ids: `userN` (the sequence the issue measured), e-mail addresses, UUIDs and `org:<slug>`, made
 from a fixed seed so every run places the same ids. It writes only to mb_bench_spread, which it
 drops at the end.
@@ -26,6 +28,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from common import REPO, create_database
+from memory_bank.store.shards import partition_count
 
 DATABASE = "mb_bench_spread"
 BACKENDS = (2, 3, 4, 5)
@@ -86,25 +89,39 @@ def spread(counts: list[int]) -> dict[str, object]:
     }
 
 
-def place(conn: sa.Connection, ids: list[str], backends: int) -> dict[str, object]:
-    """Where KEY partitioning over utf8mb4_bin puts these ids, and where HASH of CRC32 would."""
+def _by_key(conn: sa.Connection, ids: list[str], partitions: int, servers: int) -> list[int]:
+    """The ids per server when KEY over utf8mb4_bin makes `partitions` partitions and server
+    s holds every partition k with k mod servers = s."""
     conn.exec_driver_sql("DROP TABLE IF EXISTS owners")
     conn.exec_driver_sql(
         "CREATE TABLE owners (user_id VARCHAR(128) NOT NULL, PRIMARY KEY (user_id)) "
         "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin "
-        f"PARTITION BY KEY (user_id) PARTITIONS {backends}"
+        f"PARTITION BY KEY (user_id) PARTITIONS {partitions}"
     )
     conn.execute(sa.text("INSERT INTO owners (user_id) VALUES (:u)"), [{"u": i} for i in ids])
-    by_key = [
+    per = [
         int(conn.exec_driver_sql(f"SELECT COUNT(*) FROM owners PARTITION (p{k})").scalar() or 0)
-        for k in range(backends)
+        for k in range(partitions)
     ]
+    return [sum(per[s::servers]) for s in range(servers)]
+
+
+def place(conn: sa.Connection, ids: list[str], backends: int) -> dict[str, object]:
+    """Where KEY partitioning over utf8mb4_bin puts these ids with one partition per server and
+    as `shards init` deals them out, and where HASH of CRC32 would."""
+    by_key = _by_key(conn, ids, backends, backends)
+    dealt = partition_count(backends)
+    by_init = _by_key(conn, ids, dealt, backends)
     rows = conn.exec_driver_sql(
         f"SELECT MOD(CRC32(user_id), {backends}) AS k, COUNT(*) FROM owners GROUP BY k"
     ).all()
     found = {int(k): int(c) for k, c in rows}
     by_crc = [found.get(k, 0) for k in range(backends)]
-    return {"key": spread(by_key), "hash_crc32": spread(by_crc)}
+    return {
+        "key": spread(by_key),
+        "shards_init": {**spread(by_init), "partitions": dealt},
+        "hash_crc32": spread(by_crc),
+    }
 
 
 def main() -> None:
@@ -133,9 +150,12 @@ def main() -> None:
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     for family, by_n in results.items():
         for n, placed in by_n.items():
-            key, crc = placed["key"], placed["hash_crc32"]  # type: ignore[index]
+            key, init = placed["key"], placed["shards_init"]  # type: ignore[index]
+            crc = placed["hash_crc32"]  # type: ignore[index]
             print(
                 f"{family:6} {n} backends  KEY {key['counts']} ({key['largest_over_ideal']}x)  "
+                f"shards init, {init['partitions']} partitions {init['counts']} "
+                f"({init['largest_over_ideal']}x)  "
                 f"HASH(CRC32) {crc['counts']} ({crc['largest_over_ideal']}x)"
             )
 

@@ -19,7 +19,6 @@ the server's RSS growth.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import sys
@@ -100,33 +99,9 @@ def add_vectors(engine: sa.Engine, users: int, provider: LocalProvider) -> None:
             vectors.bump(conn, user)
 
 
-class _Embedded:
-    """The measured user's real vectors, kept in a file between runs and engines (the same
-    texts on SQLite and MariaDB; embedding 10k memories takes minutes)."""
-
-    def __init__(self) -> None:
-        self.path: Path | None = None
-        self.known: dict[str, np.ndarray] = {}
-
-    def __call__(self, provider: Any, texts: list[str]) -> np.ndarray:
-        path = Path(tempfile.gettempdir()) / f"mb-bench-{provider.model.replace(':', '-')}.npz"
-        if self.path != path:
-            self.path = path
-            self.known = dict(np.load(path)) if path.exists() else {}
-        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        missing = [i for i, k in enumerate(keys) if k not in self.known]
-        if missing:
-            made = provider.embed([texts[i] for i in missing])
-            for row, i in enumerate(missing):
-                self.known[keys[i]] = made[row]
-        return np.vstack([self.known[k] for k in keys])
-
-    def save(self) -> None:
-        if self.path is not None:
-            np.savez(self.path, **self.known)
-
-
-_embedded = _Embedded()
+# The measured user's real vectors, kept between runs and engines (the same texts on SQLite and
+# MariaDB; embedding 10k memories takes minutes).
+_embedded = common.EmbeddingCache()
 
 
 def _row(user: str, mid: str, raw: bytes, model: str, dim: int) -> dict[str, Any]:

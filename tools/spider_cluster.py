@@ -1,9 +1,13 @@
-"""A loopback MariaDB Spider cluster for tests and demos: N backend servers and one Spider head.
+"""A loopback MariaDB Spider cluster for tests and demos: N backend servers and Spider heads.
 
     python tools/spider_cluster.py up DIR --shards 3   # prints SHARD=<url> lines, then the head
     python tools/spider_cluster.py stop-shard DIR 1    # backend 1 down (same port and data kept)
     python tools/spider_cluster.py start-shard DIR 1
     python tools/spider_cluster.py down DIR            # stops every server it started
+
+    # two heads that replicate the named tables to each other (and nothing else):
+    python tools/spider_cluster.py up DIR --shards 2 --heads 2 --replicate api_key ...
+    python tools/spider_cluster.py stop-head DIR 1     # head 1 down; start-head brings it back
 
 Each server is a `mariadbd` of its own under DIR (datadir, socket, pid file, error log and a
 config file read instead of /etc/mysql), listening on a free 127.0.0.1 port, root without a
@@ -32,6 +36,8 @@ PLUGIN_PACKAGE = "mariadb-plugin-spider"
 PROGRAMS = ("mariadbd", "mariadb-install-db", "mariadb")
 STATE = "cluster.json"
 HEAD = "head"
+# Replication between heads: each head's binary log, in row format, read by the next head.
+BINLOG = "mariadb-bin"
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 # A unix socket path must fit in sun_path (108 bytes on Linux, with its NUL).
@@ -89,8 +95,8 @@ class Node:
 
     @property
     def spider(self) -> bool:
-        """Whether this is the head, which loads Spider."""
-        return self.name == HEAD
+        """Whether this is a head, which loads Spider."""
+        return self.name.startswith(HEAD)
 
     @property
     def cnf(self) -> Path:
@@ -135,21 +141,30 @@ class Node:
 
 @dataclass(frozen=True)
 class Cluster:
-    """The backends and the head recorded in DIR/cluster.json."""
+    """The backends and the heads recorded in DIR/cluster.json, and the tables the heads
+    replicate to each other (none with one head)."""
 
     root: Path
     shards: tuple[Node, ...]
-    head: Node
+    heads: tuple[Node, ...]
+    replicate: tuple[str, ...] = ()
+
+    @property
+    def head(self) -> Node:
+        """The first head, whose URL `up` prints last."""
+        return self.heads[0]
 
     @property
     def nodes(self) -> tuple[Node, ...]:
-        """Backends first, then the head."""
-        return (*self.shards, self.head)
+        """Backends first, then the heads."""
+        return (*self.shards, *self.heads)
 
     def lines(self) -> list[str]:
-        """What `up` prints: one SHARD= line per backend, the head's URL last."""
+        """What `up` prints: one SHARD= line per backend, a HEADk= line per further head, the
+        first head's URL last."""
         shards = [f"SHARD={shard.url()}" for shard in self.shards]
-        return [*shards, f"MEMORY_BANK_DATABASE_URL={self.head.url()}"]
+        more = [f"HEAD{k}={head.url()}" for k, head in enumerate(self.heads) if k]
+        return [*shards, *more, f"MEMORY_BANK_DATABASE_URL={self.head.url()}"]
 
     def shard(self, index: int) -> Node:
         """Backend `index` (0-based)."""
@@ -159,9 +174,20 @@ class Cluster:
             )
         return self.shards[index]
 
+    def head_at(self, index: int) -> Node:
+        """Head `index` (0-based)."""
+        if not 0 <= index < len(self.heads):
+            raise ClusterError(f"no head {index}: {self.root} has heads 0..{len(self.heads) - 1}")
+        return self.heads[index]
+
     def save(self) -> None:
-        """Record the ports, so later commands find the same servers."""
-        state = {"shards": [shard.port for shard in self.shards], "head": self.head.port}
+        """Record the ports and what the heads replicate, so later commands find the same."""
+        state = {
+            "shards": [shard.port for shard in self.shards],
+            "head": self.head.port,
+            "heads": [head.port for head in self.heads],
+            "replicate": list(self.replicate),
+        }
         (self.root / STATE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
@@ -171,16 +197,42 @@ class Cluster:
             state = json.loads((root / STATE).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ClusterError(f"{root} holds no cluster (no {STATE}); run `up` first") from None
-        return cls.made(root, [int(port) for port in state["shards"]], int(state["head"]))
+        heads = [int(port) for port in state.get("heads", [state["head"]])]
+        return cls.made(
+            root, [int(port) for port in state["shards"]], heads, state.get("replicate", [])
+        )
 
     @classmethod
-    def made(cls, root: Path, shard_ports: list[int], head_port: int) -> Cluster:
+    def made(
+        cls, root: Path, shard_ports: list[int], head_ports: list[int], replicate: list[str]
+    ) -> Cluster:
         """A cluster with these ports under root."""
         shards = tuple(
             Node(f"shard{index}", port, root / f"shard{index}")
             for index, port in enumerate(shard_ports)
         )
-        return cls(root, shards, Node(HEAD, head_port, root / HEAD))
+        names = [HEAD if k == 0 else f"{HEAD}{k}" for k in range(len(head_ports))]
+        heads = tuple(Node(n, port, root / n) for n, port in zip(names, head_ports, strict=True))
+        return cls(root, shards, heads, tuple(replicate))
+
+    def replication(self, node: Node) -> str:
+        """The config lines that make a head a replication source and replica of the others:
+        a server id of its own, a binary log in row format, and only the named tables applied
+        from the others (the owner tables are Spider tables: replaying their writes would send
+        them to the backends twice). Nothing with one head."""
+        if not node.spider or len(self.heads) < 2:
+            return ""
+        k = self.heads.index(node)
+        lines = [
+            f"server-id = {k + 1}",
+            f"gtid-domain-id = {k + 1}",
+            f"log-bin = {BINLOG}",
+            "binlog-format = ROW",
+            # A ring: what a head applies from the previous one goes on to the next.
+            "log-slave-updates = ON",
+            *(f"replicate-do-table = {DATABASE}.{table}" for table in self.replicate),
+        ]
+        return "\n".join(lines) + "\n"
 
 
 def _say(message: str) -> None:
@@ -204,7 +256,7 @@ def _as_root() -> bool:
     return os.geteuid() == 0
 
 
-def _config(node: Node, bootstrap: bool = False) -> str:
+def _config(node: Node, bootstrap: bool = False, replication: str = "") -> str:
     """The node's my.cnf; for bootstrap (mariadb-install-db), without Spider.
 
     Spider creates its tables in the `mysql` schema when it loads, which mariadb-install-db has
@@ -222,7 +274,7 @@ def _config(node: Node, bootstrap: bool = False) -> str:
     if _as_root():
         lines.append("user = root")
     text = "\n".join(lines) + "\n" + SERVER_SETTINGS
-    return text + HEAD_SETTINGS if node.spider and not bootstrap else text
+    return text + HEAD_SETTINGS + replication if node.spider and not bootstrap else text
 
 
 def _require_programs() -> None:
@@ -360,12 +412,12 @@ def _await_ready(node: Node, proc: subprocess.Popen[bytes], deadline: float) -> 
         time.sleep(0.1)
 
 
-def _start(nodes: list[Node]) -> None:
+def _start(cluster: Cluster, nodes: list[Node]) -> None:
     """Start the nodes that are not running, together, and wait until each answers."""
     idle = [node for node in nodes if _pid(node) is None]
     for node in idle:
         node.pid_file.unlink(missing_ok=True)  # left by a crash; mariadbd would not mind
-        node.cnf.write_text(_config(node), encoding="utf-8")
+        node.cnf.write_text(_config(node, replication=cluster.replication(node)), encoding="utf-8")
     launched = [(node, _launch(node)) for node in idle]
     deadline = time.monotonic() + START_TIMEOUT
     for node, proc in launched:
@@ -409,27 +461,48 @@ def _prepare(node: Node) -> None:
             raise ClusterError(f"the head did not take its Spider settings from {node.cnf}")
 
 
-def up(root: Path, shards: int) -> Cluster:
-    """Start (or resume) a cluster of `shards` backends and a head under root."""
-    if shards < 1:
-        raise ClusterError("--shards must be at least 1")
+def _replicate(cluster: Cluster) -> None:
+    """Make each head a replica of the one before it (a ring), where it is not one yet."""
+    if len(cluster.heads) < 2:
+        return
+    for k, head in enumerate(cluster.heads):
+        if _sql(head, "SHOW SLAVE STATUS").strip():
+            continue
+        source = cluster.heads[k - 1]
+        # Retry every second, not every minute, after the source was down.
+        _sql(
+            head,
+            f"CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {source.port}, "
+            "MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_CONNECT_RETRY = 1, "
+            "MASTER_USE_GTID = slave_pos; START SLAVE",
+        )
+
+
+def up(root: Path, shards: int, heads: int = 1, replicate: tuple[str, ...] = ()) -> Cluster:
+    """Start (or resume) a cluster of `shards` backends and `heads` heads under root; several
+    heads replicate the `replicate` tables to each other."""
+    if shards < 1 or heads < 1:
+        raise ClusterError("--shards and --heads must be at least 1")
+    if heads > 1 and not replicate:
+        raise ClusterError("several heads need --replicate: the tables they share")
     root = root.resolve()
-    longest = Cluster.made(root, [0] * shards, 0).shards[-1].socket
+    longest = Cluster.made(root, [0] * shards, [0] * heads, []).shards[-1].socket
     if len(str(longest)) > SOCKET_PATH_MAX:
         raise ClusterError(f"{longest} is too long for a unix socket: use a shorter DIR")
     if (root / STATE).exists():
         cluster = Cluster.load(root)
-        if len(cluster.shards) != shards:
+        if len(cluster.shards) != shards or len(cluster.heads) != heads:
             raise ClusterError(
-                f"{root} already holds a {len(cluster.shards)}-shard cluster: "
-                f"pass --shards {len(cluster.shards)}, or `down` it and use another DIR"
+                f"{root} already holds a cluster of {len(cluster.shards)} shard(s) and "
+                f"{len(cluster.heads)} head(s): pass --shards {len(cluster.shards)} --heads "
+                f"{len(cluster.heads)}, or `down` it and use another DIR"
             )
     else:
         if root.exists() and any(root.iterdir()):
             raise ClusterError(f"{root} is not empty and holds no cluster: use a new DIR")
         root.mkdir(parents=True, exist_ok=True)
-        ports = _free_ports(shards + 1)
-        cluster = Cluster.made(root, ports[:-1], ports[-1])
+        ports = _free_ports(shards + heads)
+        cluster = Cluster.made(root, ports[:shards], ports[shards:], list(replicate))
         cluster.save()
     _require_programs()
     _ensure_plugin()
@@ -437,9 +510,10 @@ def up(root: Path, shards: int) -> Cluster:
     _initialise(nodes)
     idle = [node for node in nodes if _pid(node) is None]
     try:
-        _start(idle)
+        _start(cluster, idle)
         for node in nodes:
             _prepare(node)
+        _replicate(cluster)
     except ClusterError:
         # Leave nothing half-up (the same `up` again retries on the same ports), but keep
         # running what was running before.
@@ -450,9 +524,9 @@ def up(root: Path, shards: int) -> Cluster:
 
 
 def down(root: Path) -> list[str]:
-    """Stop the head, then every backend; the names of those that were running."""
+    """Stop the heads, then every backend; the names of those that were running."""
     cluster = Cluster.load(root.resolve())
-    # The head first, so it does not see its backends vanish under open connections.
+    # The heads first, so they do not see their backends vanish under open connections.
     return [node.name for node in reversed(cluster.nodes) if _stop(node)]
 
 
@@ -464,7 +538,20 @@ def stop_shard(root: Path, index: int) -> bool:
 def start_shard(root: Path, index: int) -> None:
     """Start backend `index` again on its port and datadir."""
     _require_programs()
-    _start([Cluster.load(root.resolve()).shard(index)])
+    cluster = Cluster.load(root.resolve())
+    _start(cluster, [cluster.shard(index)])
+
+
+def stop_head(root: Path, index: int) -> bool:
+    """Stop head `index`; whether it was running."""
+    return _stop(Cluster.load(root.resolve()).head_at(index))
+
+
+def start_head(root: Path, index: int) -> None:
+    """Start head `index` again on its port and datadir (it resumes replicating)."""
+    _require_programs()
+    cluster = Cluster.load(root.resolve())
+    _start(cluster, [cluster.head_at(index)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,27 +560,45 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    start = commands.add_parser("up", help="start N backends and a Spider head under DIR")
+    start = commands.add_parser("up", help="start N backends and Spider heads under DIR")
     start.add_argument("dir", type=Path, metavar="DIR")
     start.add_argument("--shards", type=int, required=True, metavar="N")
+    start.add_argument("--heads", type=int, default=1, metavar="H", help="heads (default 1)")
+    start.add_argument(
+        "--replicate",
+        nargs="+",
+        default=[],
+        metavar="TABLE",
+        help="with several heads: the tables they replicate to each other (the head tables)",
+    )
     commands.add_parser("down", help="stop every server under DIR").add_argument(
         "dir", type=Path, metavar="DIR"
     )
-    for name, what in (("stop-shard", "stop"), ("start-shard", "start")):
-        one = commands.add_parser(name, help=f"{what} backend K (0-based)")
+    for name, what in (
+        ("stop-shard", "stop backend"),
+        ("start-shard", "start backend"),
+        ("stop-head", "stop head"),
+        ("start-head", "start head"),
+    ):
+        one = commands.add_parser(name, help=f"{what} K (0-based)")
         one.add_argument("dir", type=Path, metavar="DIR")
         one.add_argument("index", type=int, metavar="K")
     args = parser.parse_args(argv)
     try:
         if args.command == "up":
-            for line in up(args.dir, args.shards).lines():
+            made = up(args.dir, args.shards, args.heads, tuple(args.replicate))
+            for line in made.lines():
                 print(line, flush=True)
         elif args.command == "down":
             down(args.dir)
         elif args.command == "stop-shard":
             stop_shard(args.dir, args.index)
-        else:
+        elif args.command == "start-shard":
             start_shard(args.dir, args.index)
+        elif args.command == "stop-head":
+            stop_head(args.dir, args.index)
+        else:
+            start_head(args.dir, args.index)
     except ClusterError as exc:
         print(f"spider_cluster: {exc}", file=sys.stderr)
         return 1

@@ -5,53 +5,16 @@ its data step applied once per row."""
 from __future__ import annotations
 
 import secrets
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from memory_bank.cli import main
-from memory_bank.store import migrate as migrations
 from memory_bank.store.engine import make_engine
-from memory_bank.store.migrate import head_revision, init_shards
+from memory_bank.store.migrate import init_shards
 
 pytestmark = pytest.mark.spider
-
-THROWAWAY = '''"""A throw-away column (tests/scaleout): an owner table, a head table and a data step."""
-
-import sqlalchemy as sa
-from alembic import op
-
-revision = "0999_throwaway"
-down_revision = "{down}"
-branch_labels = None
-depends_on = None
-
-
-def upgrade() -> None:
-    """The columns, and every memory's revision moved by 100 (so a second run shows)."""
-    op.add_column("memory", sa.Column("throwaway", sa.String(16), nullable=True))
-    op.execute("UPDATE memory SET revision = revision + 100")
-    op.add_column("api_key", sa.Column("throwaway", sa.String(16), nullable=True))
-
-
-def downgrade() -> None:
-    """Not needed."""
-'''
-
-
-@pytest.fixture
-def later_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This code's migrations plus the throw-away one, as if it shipped later."""
-    scripts = tmp_path / "migrations"
-    shutil.copytree(
-        Path(migrations._SCRIPTS), scripts, ignore=shutil.ignore_patterns("__pycache__")
-    )
-    version = scripts / "versions" / "0999_throwaway.py"
-    version.write_text(THROWAWAY.format(down=head_revision()))
-    yield lambda: monkeypatch.setattr(migrations, "_SCRIPTS", str(scripts))
 
 
 @pytest.fixture

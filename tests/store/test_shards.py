@@ -3,6 +3,9 @@ the head's definition of an owner table, the statement filter, and a single serv
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 
@@ -124,3 +127,20 @@ def test_the_vitess_vschema_shards_every_owner_table_by_owner_and_keeps_the_rest
     assert sequence == {"column": "id", "sequence": "memory_bank_main.embedding_job_seq"}
     assert main["tables"]["embedding_job_seq"] == {"type": "sequence"}
     assert "vitess_sequence" in (root / "docker" / "vitess" / "sequences.sql").read_text()
+
+
+def test_the_docs_name_the_tables_heads_replicate():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "scale-out.md").read_text()
+    named = re.findall(r"^replicate-do-table = memory_bank\.(\w+)$", docs, re.MULTILINE)
+    assert named == shards.replicated_tables()
+    assert "alembic_version" in named and "memory" not in named
+
+
+def test_an_even_number_of_servers_gets_an_odd_number_of_partitions_dealt_out():
+    assert [shards.partition_count(n) for n in (1, 2, 3, 4, 5, 6)] == [1, 17, 3, 33, 5, 49]
+    servers = ["mysql+pymysql://app:pw@db0:3306/mb", "mysql+pymysql://app:pw@db1:3307/mb"]
+    assert shards.partition_urls(servers, 2) == servers
+    dealt = shards.partition_urls(servers, 5)
+    assert [sa.make_url(u).host for u in dealt] == ["db0", "db1", "db0", "db1", "db0"]
+    assert [sa.make_url(u).database for u in dealt] == [f"mb_p{k}" for k in range(5)]
+    assert all(sa.make_url(u).password == "pw" for u in dealt)

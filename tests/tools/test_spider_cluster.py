@@ -169,7 +169,7 @@ def test_up_prints_each_backend_then_the_head_last_and_resumes(cluster):
     assert _tool("up", str(folder), "--shards", "2").stdout.splitlines() == lines
     other = _tool("up", str(folder), "--shards", "3", check=False)
     assert other.returncode == 1
-    assert "2-shard cluster" in other.stderr
+    assert "a cluster of 2 shard(s) and 1 head(s)" in other.stderr
     assert other.stdout == ""
 
 
@@ -241,3 +241,10 @@ def test_up_refuses_a_dir_too_long_for_the_sockets(tmp_path):
     assert refused.returncode == 1
     assert "too long for a unix socket" in refused.stderr
     assert not deep.exists()
+
+
+def test_several_heads_need_the_tables_they_replicate(tmp_path):
+    refused = _tool("up", str(tmp_path / "c"), "--shards", "1", "--heads", "2", check=False)
+    assert refused.returncode == 1
+    assert "several heads need --replicate" in refused.stderr
+    assert not (tmp_path / "c").exists()

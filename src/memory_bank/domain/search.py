@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
@@ -20,6 +20,10 @@ from memory_bank.store import memories as store
 from memory_bank.store import shards
 from memory_bank.store.database import Database
 from memory_bank.store.sealing import data_keys
+
+if TYPE_CHECKING:
+    # numpy comes with semantic search only (domain/semantic.py imports it when on).
+    from memory_bank.search.dense import Matrix
 
 
 def find(
@@ -50,9 +54,10 @@ def find(
     cal = calibration.for_model(semantic.model if semantic is not None else None)
     given = min_score
     wanted = mode or ("hybrid" if semantic is not None else "lexical")
-    # The query is embedded on another thread while BM25 ranks here (onnxruntime and a remote
-    # provider's network wait both release the GIL), so hybrid costs about the larger of the
-    # two, not their sum.
+    # The query is embedded on another thread while BM25 ranks here (onnxruntime, numpy's
+    # product and a remote provider's network wait all release the GIL), and the owners'
+    # vectors are scored against it there as soon as it comes: hybrid costs about the larger
+    # of BM25 and embedding plus product, not their sum.
     pending = semantic.begin(query) if wanted != "lexical" and semantic is not None else None
     with db.reading() as conn:
         readable = acl.readable_owners(principal, scope)
@@ -60,12 +65,14 @@ def find(
         if pending is None or semantic is None:
             hits = _above(_lexical(conn, owners, query, limit, only, cal), given or 0.0)
             return _shaped(hits, _rows(conn, owners, hits)), "lexical", unavailable
+        matrices = {owner: semantic.matrix(conn, owner) for owner in owners}
+        scoring = pending.then(lambda vector: {o: m.scores(vector) for o, m in matrices.items()})
         rankings = _candidates(conn, owners, query, limit, only) if wanted == "hybrid" else {}
     # The vector is awaited with no connection held: a slow embedding must not keep a pooled
     # connection from other requests.
-    query_vector = pending()
+    scored = scoring()
     with db.reading() as conn:
-        if query_vector is None:
+        if scored is None:
             # Missed the deadline: the blend's BM25 candidates already hold the lexical answer
             # (BM25 ranks once per query); a semantic-only search had not ranked yet.
             used = "lexical"
@@ -75,9 +82,7 @@ def find(
                 hits = _lexical(conn, owners, query, limit, only, cal)
         else:
             used = wanted
-            hits = _semantic(
-                conn, owners, limit, wanted, semantic, query_vector, rankings, only, cal
-            )
+            hits = _semantic(conn, owners, limit, wanted, matrices, scored[1], rankings, only, cal)
         floor = given if given is not None else (cal.floor if used != "lexical" else 0.0)
         hits = _above(hits, floor)
         found = _rows(conn, owners, hits)
@@ -187,14 +192,15 @@ def _semantic(
     owners: list[str],
     limit: int,
     mode: str,
-    semantic: Semantic,
-    query_vector: Any,
+    matrices: dict[str, Matrix],
+    products: dict[str, Any],
     rankings: dict[str, tuple[search_index.Ranking, float]],
     only: Filters,
     cal: calibration.Calibration,
 ) -> list[tuple[str, str, float]]:
     """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
-    owner's vectors that pass the filters; only vectors of the provider's model take part."""
+    owner's vectors that pass the filters, from their cosines with the query (products); only
+    vectors of the provider's model take part."""
     blend = fusion.BLEND
     lexical: list[tuple[tuple[str, str], float]] = []
     dense: list[tuple[tuple[str, str], float]] = []
@@ -202,8 +208,7 @@ def _semantic(
     coverage = 0.0
     n = max(blend.candidates, limit)
     for owner in owners:
-        matrix = semantic.matrix(conn, owner)
-        scores = matrix.scores(query_vector)
+        matrix, scores = matrices[owner], products[owner]
         kept = filters.keep(conn, owner, matrix, only)
         dense += [((owner, mid), s) for mid, s in matrix.top(scores, n, kept)]
         if mode == "semantic":

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
@@ -31,6 +31,49 @@ if TYPE_CHECKING:
     from memory_bank.search.dense import Matrix
 
 log = logging.getLogger("memory_bank.embeddings")
+T = TypeVar("T")
+
+
+class Pending:
+    """A query's embedding under way: call it to wait for the vector (None when the provider
+    failed or missed the deadline), or hand it work to do with the vector as soon as it comes,
+    on the query thread, while the caller does something else."""
+
+    def __init__(self, semantic: Semantic, future: Future[np.ndarray], until: float) -> None:
+        self._semantic = semantic
+        self._future = future
+        self._until = until
+
+    def __call__(self) -> np.ndarray | None:
+        return self._semantic._finish(self._future, self._until)
+
+    def then(self, work: Callable[[np.ndarray], T]) -> Awaited[T]:
+        """work(vector) run where the embedding finishes (or here, if it has), so that a search
+        ranks BM25 meanwhile; its wait has the same deadline as the embedding's."""
+        done: Future[Any] = Future()
+
+        def after(embedded: Future[np.ndarray]) -> None:
+            try:
+                vector = embedded.result()[0]
+                done.set_result((vector, work(vector)))
+            except BaseException as exc:  # the waiter sees it, as it would the embedding's
+                done.set_exception(exc)
+
+        self._future.add_done_callback(after)
+        return Awaited(self._semantic, done, self._until)
+
+
+class Awaited(Generic[T]):
+    """The vector and what was made with it, waited for under the embedding's deadline."""
+
+    def __init__(self, semantic: Semantic, future: Future[Any], until: float) -> None:
+        self._semantic = semantic
+        self._future = future
+        self._until = until
+
+    def __call__(self) -> tuple[np.ndarray, T] | None:
+        found = self._semantic._finish(self._future, self._until, whole=True)
+        return None if found is None else (found[0], found[1])
 
 
 class Semantic:
@@ -95,19 +138,19 @@ class Semantic:
             return f"embeddings {self.model}: ready"
         return self._preparation.status()
 
-    def begin(self, text: str) -> Callable[[], np.ndarray | None] | None:
-        """Start embedding the query now; the returned call waits for it and gives the vector,
-        or None when the provider fails or misses the deadline counted from now (so a search
-        can rank lexically meanwhile). None at once while the model is not ready: the search
-        is lexical, with nothing to wait for."""
+    def begin(self, text: str) -> Pending | None:
+        """Start embedding the query now; the returned Pending waits for it and gives the
+        vector, or None when the provider fails or misses the deadline counted from now (so a
+        search can rank lexically meanwhile). None at once while the model is not ready: the
+        search is lexical, with nothing to wait for."""
         if not self.ready:
             return None
         future = self._pool.submit(self.provider.embed, [text])
-        until = time.monotonic() + self.deadline
-        return lambda: self._finish(future, until)
+        return Pending(self, future, time.monotonic() + self.deadline)
 
-    def _finish(self, future: Future[np.ndarray], until: float) -> np.ndarray | None:
-        """The embedding a future holds, or None when it failed or is not there by `until`."""
+    def _finish(self, future: Future[Any], until: float, whole: bool = False) -> Any:
+        """The embedding a future holds (its first row; whole: the future's value as it is),
+        or None when it failed or is not there by `until`."""
         try:
             vector = future.result(max(0.0, until - time.monotonic()))
         except FutureTimeout:
@@ -117,7 +160,7 @@ class Semantic:
             self.trouble(f"failed ({type(exc).__name__})")
             return None
         self.recovered()
-        return vector[0]
+        return vector if whole else vector[0]
 
     def trouble(self, what: str) -> None:
         """Note that the provider failed; logged once per episode (until it works again). Not

@@ -13,6 +13,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.engine import make_url
 
 from memory_bank.store import service_state, shards
 from memory_bank.store.engine import make_engine
@@ -78,10 +79,10 @@ def migrate(engine: Engine, then: Callable[[Engine], object] | None = None) -> s
     """Bring the schema to head (a no-op when current) and return the revision.
 
     On a Spider head (store/shards.py) each backend is migrated, then the head's own tables,
-    then the head's Spider definitions are rebuilt from a backend's, all under the head's lock;
-    a head already current needs no backend. then(engine) runs afterwards under the same lock,
-    so exactly one of several processes starting at once does it (domain/reindex.py rebuilds a
-    stale search index there).
+    then the Spider definitions of this head and of every other head written on it are rebuilt
+    from a backend's, all under the head's lock; a head already current needs no backend.
+    then(engine) runs afterwards under the same lock, so exactly one of several processes
+    starting at once does it (domain/reindex.py rebuilds a stale search index there).
     """
     with _exclusive(engine):
         found = _backends(engine)
@@ -123,7 +124,8 @@ def _owner_names() -> set[str]:
 
 
 def _migrate_sharded(head: Engine, found: list[shards.Backend]) -> None:
-    """Each backend's owner tables, then the head's tables, then the head's definitions."""
+    """Each backend's owner tables, then the head's tables, then every head's definitions
+    (the other heads' own tables are replicated from this one's)."""
     target = head_revision()
     with head.connect() as conn:
         built = service_state.get(conn, shards.DEFINITIONS_STATE)
@@ -131,13 +133,14 @@ def _migrate_sharded(head: Engine, found: list[shards.Backend]) -> None:
             return
     engines = [make_engine(b.url, 1) for b in found]
     try:
-        for backend in engines:
-            with backend.begin() as conn:
-                _upgrade(conn, shards.head_tables())
+        _upgrade_backends(engines)
         with head.begin() as conn:
             _upgrade(conn, _owner_names())
         with head.connect() as conn, engines[0].connect() as first:
             shards.rebuild_head(conn, first, found)
+            others = _other_heads(head, shards.heads(conn))
+        for url in others:
+            _on_head(url, lambda conn: _rebuild_there(conn, engines[0], found))
         # Last: a run stopped before this point is finished by the next one.
         with head.begin() as conn:
             service_state.put(conn, shards.DEFINITIONS_STATE, target)
@@ -146,17 +149,85 @@ def _migrate_sharded(head: Engine, found: list[shards.Backend]) -> None:
             backend.dispose()
 
 
+def _upgrade_backends(engines: list[Engine]) -> None:
+    """Every backend's owner tables migrated, one after another (Alembic's context is global
+    to the process, so migrations cannot run on threads side by side)."""
+    for backend in engines:
+        with backend.begin() as conn:
+            _upgrade(conn, shards.head_tables())
+
+
+def _create_databases(urls: list[str]) -> None:
+    """The partitions' databases, where they are not there yet (as docs/deployment.md makes
+    a database: utf8mb4, utf8mb4_bin)."""
+    for url in urls:
+        parsed = make_url(url)
+        server = make_engine(parsed.set(database="").render_as_string(hide_password=False), 1)
+        try:
+            with server.begin() as conn:
+                conn.exec_driver_sql(
+                    f"CREATE DATABASE IF NOT EXISTS `{parsed.database}` "
+                    "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                )
+        finally:
+            server.dispose()
+
+
+def _own_url(head: Engine) -> str:
+    """The head's URL as it is written for the others (without the charset make_engine adds)."""
+    return head.url.difference_update_query(["charset"]).render_as_string(hide_password=False)
+
+
+def _other_heads(head: Engine, urls: list[str]) -> list[str]:
+    """The heads written on this one, but this one."""
+    own = _own_url(head)
+    return [url for url in urls if url != own]
+
+
+def _on_head(url: str, work: Callable[[Connection], object]) -> None:
+    """Run work on another head, on a connection of its own."""
+    engine = make_engine(url, 1)
+    try:
+        with engine.connect() as conn:
+            work(conn)
+    finally:
+        engine.dispose()
+
+
+def _rebuild_there(conn: Connection, first: Engine, found: list[shards.Backend]) -> None:
+    """Another head's Spider definitions, from the first backend's tables."""
+    with first.connect() as backend:
+        shards.rebuild_head(conn, backend, found)
+
+
+def _make_head(conn: Connection, first: Engine, found: list[shards.Backend]) -> None:
+    """A head's Spider servers and tables over the backends (none of its own owner rows)."""
+    _clear_local_owner_tables(conn)
+    shards.create_servers(conn, found)
+    _rebuild_there(conn, first, found)
+
+
 class ShardsError(RuntimeError):
     """`shards init` cannot do what it was asked (the message says why)."""
 
 
-def init_shards(head: Engine, urls: list[str]) -> list[shards.Backend]:
-    """Make the head a Spider head over these backends (`memory-bank shards init`): every
-    backend migrated with the owner tables, the head's own tables migrated, one Spider table per
-    owner table on the head (a partition per backend), and the backends written on the head.
+def init_shards(
+    head: Engine,
+    urls: list[str],
+    other_heads: list[str] | None = None,
+    partitions: int | None = None,
+) -> list[shards.Backend]:
+    """Make the head a Spider head over these backend servers (`memory-bank shards init`):
+    `partitions` backends (by default shards.partition_count: one per server for an odd number
+    of servers, each a database of its own dealt out in turn otherwise), every backend migrated
+    with the owner tables, the head's own tables migrated, one Spider table per owner table on
+    the head (a partition per backend), and the backends written on the head. Each of
+    other_heads (heads that replicate this one's own tables) gets the same Spider servers and
+    tables, and every head is written on the head, for `migrate`.
 
-    Run again with the same URLs it finishes or repeats the work; other URLs are refused
-    (moving owners between backends is not supported).
+    Run again with the same URLs it finishes or repeats the work (keeping the partitions it
+    made); other URLs or partitions are refused (moving owners between backends is not
+    supported). Heads are only ever added.
     """
     if head.dialect.name == "sqlite" or not urls:
         raise ShardsError("shards init needs a MariaDB head with Spider and at least one backend")
@@ -170,29 +241,38 @@ def init_shards(head: Engine, urls: list[str]) -> list[shards.Backend]:
         raise ShardsError("the head has no active Spider engine (plugin-load-add = ha_spider.so)")
     with _exclusive(head):
         existing = _backends(head)
-        if existing and [b.url for b in existing] != list(urls):
+        count = partitions or (len(existing) if existing else shards.partition_count(len(urls)))
+        if count < len(urls):
+            raise ShardsError(f"{count} partition(s) cannot cover {len(urls)} backend servers")
+        wanted = shards.partition_urls(list(urls), count)
+        if existing and [b.url for b in existing] != wanted:
             raise ShardsError(
                 f"the head already spreads owners over {len(existing)} backend(s) "
                 f"({', '.join(b.name for b in existing)}); changing them would move owners "
                 "between backends, which is not supported"
             )
-        found = shards.name_backends(head.url.database or "", list(urls))
-        engines = [make_engine(url, 1) for url in urls]
+        if wanted != list(urls):
+            _create_databases(wanted)
+        found = shards.name_backends(head.url.database or "", wanted)
+        engines = [make_engine(url, 1) for url in wanted]
         try:
-            for backend in engines:
-                with backend.begin() as conn:
-                    _upgrade(conn, shards.head_tables())
+            _upgrade_backends(engines)
             with head.connect() as conn:
-                _clear_local_owner_tables(conn)
-                shards.create_servers(conn, found)
-                with engines[0].connect() as first:
-                    shards.rebuild_head(conn, first, found)
+                _make_head(conn, engines[0], found)
+                known = shards.heads(conn)
+            others = list(other_heads or [])
+            for url in others:
+                _on_head(url, lambda conn: _make_head(conn, engines[0], found))
             with head.begin() as conn:
                 _upgrade(conn, _owner_names())
             with head.connect() as conn:
                 found = shards.find_probes(conn, found)
             with head.begin() as conn:
                 shards.record(conn, found)
+                if others or known:
+                    own = _own_url(head)
+                    every = [*known, *(u for u in [own, *others] if u not in known)]
+                    shards.record_heads(conn, every)
                 service_state.put(conn, shards.DEFINITIONS_STATE, head_revision())
                 service_state.put_once(conn, _SECRET, secrets.token_urlsafe(32))
         finally:

@@ -2,13 +2,21 @@
 
 The app talks to one server, the head. Each owner table (schema.owner_tables) is a Spider table
 there, `PARTITION BY KEY (user_id)` with one partition per backend, and holds its rows on the
-backends; the other tables (keys, service state, the migration version) are plain tables on the
-head. Which backends there are is written on the head (service_state "shards") by
-`memory-bank shards init`, with, for each, an owner key that the head places on it: reading
-that key through the head is the health check (/readyz), the same road any owner's rows take.
+backends. A backend is a database: with an odd number of backend servers, each server's own;
+with an even number, `shards init` deals 8n+1 partitions out to the n servers in turn, each a
+database of its own there (`<database>_p<k>`), because KEY's hash is biased in its low bits and
+a modulus of 2 or 4 spreads some kinds of ids unevenly (docs/scale-out.md). The other tables
+(keys, service state, the migration version) are plain tables on the head. Which backends
+there are is written on the head (service_state "shards") by `memory-bank shards init`, with,
+for each, an owner key that the head places on it: reading that key through the head is the
+health check (/readyz), the same road any owner's rows take.
 
-This module knows the layout: the backends, the head's Spider definitions, which server a
-migration statement belongs on, and which backends answer. Running migrations is
+Several heads may serve the same backends (docs/scale-out.md, "Two heads"): their own tables
+replicate between them, and each has its Spider definitions, which `shards init` and
+`migrate` make on every head written on them (service_state "shards_heads").
+
+This module knows the layout: the backends, the heads, the head's Spider definitions, which
+server a migration statement belongs on, and which backends answer. Running migrations is
 store/migrate.py's.
 """
 
@@ -29,6 +37,8 @@ from memory_bank.store.owners import is_org
 from memory_bank.store.schema import metadata, owner_tables
 
 STATE_NAME = "shards"
+# service_state: the URLs of every head over these backends, when there is more than one.
+HEADS_STATE = "shards_heads"
 # service_state: the migration revision the head's Spider definitions were last rebuilt at.
 DEFINITIONS_STATE = "shards_definitions"
 # Spider's server names on the head (CREATE SERVER, server-wide), one per backend, with the
@@ -74,10 +84,47 @@ def _missing_table(exc: DBAPIError) -> bool:
     return (args[:1] == (1146,)) or "no such table" in str(exc.orig)
 
 
+def heads(conn: Connection) -> list[str]:
+    """The URLs of the heads written by `shards init` (this one among them); [] when only
+    the head the app talks to serves these backends."""
+    try:
+        found = service_state.get(conn, HEADS_STATE)
+    except (ProgrammingError, OperationalError) as exc:
+        if _missing_table(exc):
+            conn.rollback()
+            return []
+        raise
+    return list(json.loads(found)) if found is not None else []
+
+
+def record_heads(conn: Connection, urls: list[str]) -> None:
+    """Write the heads over these backends (their own tables replicate between them)."""
+    service_state.put(conn, HEADS_STATE, json.dumps(urls))
+
+
 def record(conn: Connection, found: list[Backend]) -> None:
     """Write the backends on the head."""
     value = [{"name": b.name, "url": b.url, "server": b.server, "probe": b.probe} for b in found]
     service_state.put(conn, STATE_NAME, json.dumps(value))
+
+
+def partition_count(servers: int) -> int:
+    """How many partitions `shards init` makes over this many backend servers by default: one
+    per server when their number is odd (KEY's hash modulo an odd number spreads every kind of
+    id measured evenly), else the odd 8n+1, so each server holds 8 or 9 of them."""
+    return servers if servers % 2 else 8 * servers + 1
+
+
+def partition_urls(urls: list[str], partitions: int) -> list[str]:
+    """The database of each partition: the servers' own with one partition per server, else
+    `<database>_p<k>` on server k mod n (partitions dealt out in turn)."""
+    if partitions == len(urls):
+        return list(urls)
+    made = []
+    for k in range(partitions):
+        url = make_url(urls[k % len(urls)])
+        made.append(url.set(database=f"{url.database}_p{k}").render_as_string(hide_password=False))
+    return made
 
 
 def name_backends(head_database: str, urls: list[str]) -> list[Backend]:
@@ -301,6 +348,12 @@ def changed_table(statement: str) -> str | None:
 def head_tables() -> set[str]:
     """The tables that live on the head only (every known table but the owner tables)."""
     return set(metadata.tables) - {t.name for t in owner_tables()}
+
+
+def replicated_tables() -> list[str]:
+    """What heads over the same backends replicate to each other: their own tables and the
+    migration version (so a head another migrated starts as current)."""
+    return sorted(head_tables() | {"alembic_version"})
 
 
 def only_changes(conn: Connection, skip: set[str]) -> Callable[[], None]:
