@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_bank.mcp import manifest
+from memory_bank.mcp import lexicon, manifest
 from memory_bank.mcp.ranking import capability_index, phrase
 
 
@@ -19,8 +19,11 @@ def test_one_index_per_manifest(index):
 
 
 def test_a_word_is_spelled_as_the_capabilities_spell_it(index):
-    assert index.spelled("organization") == ("organisation",)
-    assert index.spelled("anderungsverlauf") == ("anderung", "verlauf")
+    assert index.spelled("organization", lexicon.of(("en",))) == ("organisation",)
+    assert index.spelled("anderungsverlauf", lexicon.of(("de",))) == ("anderung", "verlauf")
+    # A Spanish imperative without its pronoun, in Spanish only.
+    assert index.spelled("apuntalo", lexicon.of(("es",))) == ("apunta",)
+    assert index.spelled("apuntalo", lexicon.of(("en",))) == ("apuntalo",)
 
 
 def test_scores_follow_the_words(index):
@@ -45,3 +48,11 @@ def test_an_article_is_never_joined_to_its_noun(index):
     assert "anota" in index.words
     joined = capability_index.respelled(phrase.parse("corrige a nota"), index)
     assert joined.clauses[0].words == ("corrige", "a", "nota")
+
+
+def test_a_phrase_meets_the_texts_of_its_own_language(index):
+    # An operation's texts together, for a phrase's score: those in its language and those in
+    # none (title, summary), so a language added to the spec moves no other's scores.
+    assert "w:保存" in index.profiles_in(("ja",))["postMemory"]
+    assert "w:保存" not in index.profiles_in(("en",))["postMemory"]
+    assert index.detect("Lösch das") == ("de",)

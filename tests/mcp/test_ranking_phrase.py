@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory_bank.mcp import lexicon
 from memory_bank.mcp.ranking import phrase
 
 
@@ -40,8 +41,11 @@ def test_an_id_gives_its_kind_and_a_relative_clause_says_which_one():
 
 
 def test_grammar_numbers_and_ids_say_nothing_to_do():
-    assert phrase.meaningful("delete")
-    assert not any(map(phrase.meaningful, ("the", "not", "42", "mem_abc", phrase.SLOT)))
+    english = lexicon.of(("en",))
+    assert phrase.meaningful("delete", english)
+    assert not any(
+        phrase.meaningful(w, english) for w in ("the", "not", "42", "mem_abc", phrase.SLOT)
+    )
 
 
 def test_a_tag_asks_of_a_statement_not_of_a_request():
@@ -51,5 +55,21 @@ def test_a_tag_asks_of_a_statement_not_of_a_request():
 
 
 def test_fillers_say_nothing():
-    assert not phrase.meaningful("uh")
+    assert not phrase.meaningful("uh", lexicon.of(("en",)))
     assert phrase.parse("euh, qu'est-ce que tu sais sur Bob ?").question
+
+
+def test_a_script_without_spaces_is_read_in_pairs_of_characters():
+    # No dictionary: every word of two characters or more is among the pairs, wherever it is.
+    assert phrase.tokens("保存しないで") == ["保存", "存し", "しな", "ない", "いで"]
+    assert phrase.tokens("remember 猫") == ["remember", "猫"]
+    assert phrase.tokens("メモ、保存して") == ["メモ", "保存", "存し", "して"]
+
+
+def test_folding_keeps_what_is_part_of_a_letter_elsewhere():
+    assert phrase.fold("ガイド") == "ガイド"  # kana's voicing mark is no accent
+    assert phrase.fold("Ｍｅｍｏ？") == "memo?"  # full-width forms as ASCII
+
+
+def test_that_script_s_punctuation_ends_a_clause():
+    assert len(phrase.parse("メモを保存して。歯医者は火曜日").clauses) == 2

@@ -69,3 +69,36 @@ def test_voices_read_like_a_person_s_request(text, first):
 def test_only_a_declined_save_is_answered_with_nothing():
     assert _answer("never mind, don't save that").ranked == ()
     assert _answer("you don't remember my sister's name, do you?").declined is None
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        # An agent's terse intent: its action before the colon, its subject after it.
+        ("recall: the Q3 budget", "getMemorySearch"),
+        ("persist: prefers aisle seats", "postMemory"),
+        # A refusal followed by another request refuses only.
+        ("no wait, not delete it, just tell me what you have about the router", "getMemorySearch"),
+        # ... and so does one run into it without punctuation, as speech is transcribed.
+        (
+            "no wait not delete it um just tell me what you had about the wifi router",
+            "getMemorySearch",
+        ),
+        ("don't let me forget the lease renewal is due 1 March", "postMemory"),
+        # The user's own subject after "about" costs the request's words nothing.
+        ("delete the thing about my old gym membership", "deleteMemoryById"),
+    ],
+)
+def test_voices_read_like_a_request(text, first):
+    assert _answer(text).ranked[0][0].name == first
+
+
+def test_a_reason_after_a_declined_save_asks_for_nothing():
+    found = _answer("nah, no need to save it, I was only thinking aloud")
+    assert found.ranked == () and found.declined is not None
+
+
+def test_a_polite_condition_declines_nothing():
+    # "If you don't mind" is a set phrase (mcp/languages/): no refusal, so no empty answer.
+    found = _answer("If you don't mind, I'd like to read the one you just found in full")
+    assert found.ranked and found.declined is None

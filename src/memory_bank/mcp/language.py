@@ -1,4 +1,10 @@
-"""Whether a phrase is English, from its grammar words and letters alone (deterministic).
+"""Which language a phrase is in, from its closed-class words and letters alone
+(deterministic): `detect` chooses the words a phrase is read with, `is_english` whether the
+embedding model is asked.
+
+A phrase is in the language whose words (mcp/languages/) it uses most, a word several
+languages share counting for each a share; a phrase that no language's words tell apart is in
+any of those tied (every language when it has no such word).
 
 search_capabilities asks the embedding model only about English phrases: the default model is
 English and ranks German, French and Spanish phrases worse than the lexical ranking does.
@@ -11,6 +17,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
 
 from memory_bank.mcp import lexicon
 
@@ -20,9 +29,26 @@ OTHERS = {code: words for code, words in lexicon.GRAMMAR.items() if code != "en"
 # Words spelled alike in English and another of them ("no", "me"): evidence for neither.
 SHARED = frozenset(w for words in OTHERS.values() for w in words) & ENGLISH
 _FOREIGN_MARKS = re.compile("[\u00bf\u00a1\u00df]")
+# The last code point of the Latin letters (Latin Extended-B).
+_LATIN_END = 0x024F
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 # A French elision ("l'ancienne", "qu'il"); English clitics come after the word ("it's").
-_ELISION = re.compile(r"^(?:" + "|".join(sorted(lexicon.ELISIONS)) + r")'[a-z]{2,}$")
+_ELISION = re.compile(r"^(?:" + "|".join(sorted(lexicon.of().ELISIONS)) + r")'[a-z]{2,}$")
+
+
+class Evidence:
+    """What tells languages apart: each language's words, and how many languages use each."""
+
+    def __init__(self, words: Mapping[str, frozenset[str]]) -> None:
+        self.words = dict(words)
+        self.shared_by = Counter(w for found in self.words.values() for w in found)
+
+
+# Their closed-class words alone (mcp/languages/); the ranker adds the spec's examples.
+CLOSED_CLASS = Evidence(lexicon.VOCABULARY)
+# Elided words ("l'", "qu'") tell a language only written onto the next word.
+_ELIDED = Evidence({code: lexicon.of((code,)).ELISIONS for code in lexicon.CODES})
+_LETTERS = Evidence({code: frozenset(letters) for code, letters in lexicon.LETTERS.items()})
 
 
 def _folded(text: str) -> str:
@@ -40,4 +66,27 @@ def is_english(text: str) -> bool:
     english = sum(1 for w in words if w in ENGLISH and w not in SHARED)
     other = max(sum(1 for w in words if w in found - SHARED) for found in OTHERS.values())
     other += accented + marks + sum(1 for w in words if _ELISION.match(w))
+    # Letters of another alphabet than Latin ("保存", "память"): no English phrase.
+    other += sum(1 for c in text if c.isalpha() and ord(c) > _LATIN_END)
     return english > other or english == other == 0
+
+
+def detect(words: Iterable[str], text: str, evidence: Evidence = CLOSED_CLASS) -> tuple[str, ...]:
+    """The languages a phrase may be in, from its folded words and its letters: the one whose
+    words and letters it uses most, or those tied (all of them when none is used)."""
+    score = dict.fromkeys(lexicon.CODES, Fraction(0))
+    found: list[tuple[Evidence, str]] = [(_LETTERS, letter) for letter in set(text.casefold())]
+    for word in words:
+        head, elided, tail = word.partition("'")
+        if elided and word not in evidence.shared_by:
+            found += [(_ELIDED, head), (evidence, tail)]  # "l'entrée", not "it's"
+        else:
+            found.append((evidence, word))
+    for kind, form in found:
+        for code, known in kind.words.items():
+            if form in known:
+                score[code] += Fraction(1, kind.shared_by[form])
+    best = max(score.values())
+    if not best:
+        return lexicon.CODES
+    return tuple(code for code in lexicon.CODES if score[code] == best)

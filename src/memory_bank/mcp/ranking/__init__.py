@@ -7,12 +7,13 @@ tuned by tune.py).
 
 Every capability has documents: its title, its summary, what its method and path say a change
 does ("create memory"), and the example phrasings the spec gives it (`x-mcp-examples`, in
-English, German, French and Spanish, with "…" where the user's own content goes). A phrase
+every language the spec has, with "…" where the user's own content goes). A phrase
 is compared with each of them by words, word stems and character n-grams (so "Lösch",
 "löschen" and "lösche" meet), weighted by how few capabilities use them; a capability scores
 its best document's similarity, plus a little of all its text together.
 
-Before that, the phrase's shape is read with closed-class words only (mcp/lexicon.py): its
+Before that, the phrase's shape is read with closed-class words only, those of the language it
+is in (mcp/lexicon.py, mcp/language.py; the index tells it from the examples too): its
 clauses (an English one may start without its "that": "tell the team we're moving"), which
 of them are negated, whether it asks, what part is the content to save, ids, and words no
 capability uses (its topic). Negation and correction are then handled explicitly:
@@ -42,7 +43,12 @@ capability uses (its topic). Negation and correction are then handled explicitly
   just created"); with the user's own words in it, a listing is a search ("the memories that
   mention Berlin");
 - a frame before a colon, a dash or an arrow that names no action reports the request after
-  it ("user said: remember I'm vegan");
+  it ("user said: remember I'm vegan"); an agent's terse intent names its action before the
+  colon and its subject after it ("recall: the Q3 budget");
+- a refusal followed by another request refuses only ("no wait, not delete it, just tell me
+  what you had about ..."), also when speech runs them together without punctuation;
+- the user's own subject after "about" costs the request's words nothing ("delete the thing
+  about my old gym membership");
 - content handed over, or a fact stated ("my sister's birthday is on March 3rd"), with no
   action named and no question is something to keep, or an edit when it is so "now";
 - an addition that points back in time with nothing to add reads what was added ("the latest

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memory_bank.caches import PerObject
-from memory_bank.mcp import lexicon
+from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
 from memory_bank.mcp.ranking import tuning
 from memory_bank.mcp.ranking.phrase import (
@@ -20,6 +20,7 @@ from memory_bank.mcp.ranking.phrase import (
     Phrase,
     meaningful,
     parse,
+    tokens,
 )
 
 # Feature names for a question and for content the capabilities do not know (a topic).
@@ -74,26 +75,36 @@ class Index:
         self.profiles: dict[str, dict[str, float]] = {}
         self.words: set[str] = set()
         self.stems: set[str] = set()
+        self.evidence = _evidence(capabilities)
+        # Each capability's texts by the language they are in ("" for its title, summary and
+        # binding, and an example no language's words tell): a phrase meets those of its own
+        # language and the common ones, so a language added to the spec moves no other's score.
+        self.spoken: dict[str, dict[str, dict[str, float]]] = {}
+        examples = {text for capability in capabilities for text in capability.examples}
         for capability in capabilities:
             profile: dict[str, float] = {}
+            spoken = self.spoken.setdefault(capability.name, {})
             for text in capability_texts(capability):
                 shape = parse(text)
+                found = self.detect(text) if text in examples else ()
+                part = spoken.setdefault(found[0] if len(found) == 1 else "", {})
                 # A negated clause says what the example does by what it refuses: it is
                 # matched against a phrase's negated clauses only.
                 refused = frozenset(i for i, c in enumerate(shape.clauses) if c.negated)
                 bag = phrase_bag(shape, self._topic_of_example(text), refused)
                 self.documents.append(Document(capability, bag))
                 for position in refused:
-                    negation_bag = _negation_bag(shape.clauses[position])
+                    negation_bag = _negation_bag(shape.clauses[position], shape.lex)
                     self.negated.append(Document(capability, negation_bag))
-                    self.negated_leads.append(_negation_lead(shape.clauses[position]))
+                    self.negated_leads.append(_negation_lead(shape.clauses[position], shape.lex))
                     # Its words count for rarity, though not for the capability's profile.
                     for feature in negation_bag:
                         profile.setdefault(feature, 0.0)
                 for feature, value in bag.items():
                     profile[feature] = profile.get(feature, 0.0) + value
-                for word in parse(text).words:
-                    if meaningful(word):
+                    part[feature] = part.get(feature, 0.0) + value
+                for word in shape.words:
+                    if meaningful(word, shape.lex):
                         self.words.add(word)
                         self.stems.add(word[:5])
             self.profiles[capability.name] = profile
@@ -107,6 +118,7 @@ class Index:
             Document(d.capability, self._weighted(d.bag)) for d in self.documents if d.bag
         ]
         self.profiles = {name: self._weighted(p) for name, p in self.profiles.items()}
+        self._profiles_in: dict[tuple[str, ...], dict[str, dict[str, float]]] = {}
         self.negated = [Document(d.capability, self._weighted(d.bag)) for d in self.negated]
         # The kinds of id (mem, mdr) each item noun stands for: those of the capabilities
         # whose examples use it.
@@ -114,7 +126,7 @@ class Index:
         for capability in capabilities:
             kinds = id_prefixes(capability)
             used = {w for text in capability.examples for w in parse(text).words}
-            for noun in lexicon.ITEMS & used if kinds else ():
+            for noun in lexicon.of().ITEMS & used if kinds else ():
                 self.items[noun] = self.items.get(noun, frozenset()) | kinds
 
     @staticmethod
@@ -128,7 +140,7 @@ class Index:
         norm = math.sqrt(sum(v * v for v in out.values()))
         return {f: v / norm for f, v in out.items()} if norm else {}
 
-    def spelled(self, word: str) -> tuple[str, ...]:
+    def spelled(self, word: str, lex: lexicon.Words) -> tuple[str, ...]:
         """A word as the capabilities' text spells it: in the other English spelling, a
         Spanish imperative without its pronouns ("bórralo" is "borra"), a compound of two known
         words ("Änderungsverlauf" is "anderung verlauf"), without an inflection; unchanged when
@@ -138,17 +150,17 @@ class Index:
         # Another spelling ("organization" is "organisation"), an imperative without its
         # pronouns ("bórralo" is "borra"), with or without its "e" ("Änder" of "Ändere"), or
         # a formal imperative's vowel swapped ("elimine" of "elimina"): mcp/languages/.
-        for one, other in lexicon.RESPELL_INFIXES:
+        for one, other in lex.RESPELL_INFIXES:
             if one in word and word.replace(one, other) in self.words:
                 return (word.replace(one, other),)
-        suffixes = [(pronoun, "") for pronoun in lexicon.ENCLITICS] + lexicon.RESPELL_SUFFIXES
+        suffixes = [(pronoun, "") for pronoun in lex.ENCLITICS] + lex.RESPELL_SUFFIXES
         for ending, other in suffixes:
             bare = word[: len(word) - len(ending)]
             if word.endswith(ending) and bare + other in self.words:
                 return (bare + other,)
         # An inflected form of a known word its stem does not find: "merken" of "merk",
         # "looked" of "look" ("guardes" finds "guarda" by its stem, not "guardé" by this).
-        endings = () if word[:5] in self.stems else lexicon.ENDINGS
+        endings = () if word[:5] in self.stems else lex.ENDINGS
         for ending in endings:
             bare = word[: -len(ending)]
             if word.endswith(ending) and len(bare) >= 4 and bare in self.words:
@@ -162,14 +174,38 @@ class Index:
                     return (head if head in self.words else head[:-1], tail)
         return (word,)
 
+    def detect(self, text: str) -> tuple[str, ...]:
+        """The languages a text may be in, by its words and the examples' (language.detect)."""
+        return language.detect(tokens(text), text, self.evidence)
+
+    def parse(self, text: str) -> Phrase:
+        """A phrase read with the closed-class words of the language its words (and the
+        examples') say it is in."""
+        return parse(text, self.detect(text))
+
+    def profiles_in(self, languages: tuple[str, ...]) -> dict[str, dict[str, float]]:
+        """Each capability's texts together, in these languages and in none (weighted)."""
+        if languages not in self._profiles_in:
+            made: dict[str, dict[str, float]] = {}
+            for name, spoken in self.spoken.items():
+                together: dict[str, float] = {}
+                for code in ("", *languages):
+                    for feature, value in spoken.get(code, {}).items():
+                        together[feature] = together.get(feature, 0.0) + value
+                made[name] = self._weighted(together)
+            self._profiles_in[languages] = made
+        return self._profiles_in[languages]
+
     def known(self, word: str) -> bool:
         """Whether some capability's text uses this word (or its stem)."""
         return word in self.words or word[:5] in self.stems
 
-    def negation_meaning(self, clause: Clause) -> tuple[Capability | None, float]:
+    def negation_meaning(
+        self, clause: Clause, lex: lexicon.Words
+    ) -> tuple[Capability | None, float]:
         """The capability whose example negates the way this clause does, and how closely."""
-        query = self._weighted(_negation_bag(clause))
-        lead = _negation_lead(clause)
+        query = self._weighted(_negation_bag(clause, lex))
+        lead = _negation_lead(clause, lex)
         best: tuple[Capability | None, float] = (None, 0.0)
         for document, document_lead in zip(self.negated, self.negated_leads, strict=True):
             similarity = _dot(query, document.bag) if lead == document_lead else 0.0
@@ -177,8 +213,10 @@ class Index:
                 best = (document.capability, similarity)
         return best
 
-    def scores(self, bag: dict[str, float]) -> dict[str, float]:
-        """Each capability's similarity to a phrase's features."""
+    def scores(
+        self, bag: dict[str, float], languages: tuple[str, ...] = lexicon.CODES
+    ) -> dict[str, float]:
+        """Each capability's similarity to a phrase's features (in these languages)."""
         query = self._weighted(bag)
         best: dict[str, float] = {c.name: 0.0 for c in self.capabilities}
         if not query:
@@ -187,9 +225,30 @@ class Index:
             similarity = _dot(query, document.bag)
             name = document.capability.name
             best[name] = max(best[name], similarity)
-        for name, profile in self.profiles.items():
+        for name, profile in self.profiles_in(languages).items():
             best[name] += PROFILE_WEIGHT * _dot(query, profile)
         return best
+
+
+def _evidence(capabilities: tuple[Capability, ...]) -> language.Evidence:
+    """Each language's closed-class words and the words of the examples in it: what tells which
+    language a phrase is in ("recuerda" is Spanish, as the examples spell it). An example's
+    language is told by the words of those already told, until no more are."""
+    evidence = language.CLOSED_CLASS
+    examples = [text for capability in capabilities for text in capability.examples]
+    told: dict[str, str] = {}
+    while True:
+        for text in examples:
+            found = language.detect(tokens(text), text, evidence)
+            if len(found) == 1:
+                told[text] = found[0]
+        spoken = {code: set(words) for code, words in lexicon.VOCABULARY.items()}
+        for text, code in told.items():
+            spoken[code].update(w for w in tokens(text) if w != SLOT)
+        grown = language.Evidence({code: frozenset(w) for code, w in spoken.items()})
+        if grown.words == evidence.words:
+            return evidence
+        evidence = grown
 
 
 def _dot(a: dict[str, float], b: dict[str, float]) -> float:
@@ -222,20 +281,20 @@ def _binding(capability: Capability) -> str:
     return f"{lexicon.METHOD_VERBS.get(capability.method, '')} {literal[-1]}".strip()
 
 
-def _negation_bag(clause: Clause) -> dict[str, float]:
+def _negation_bag(clause: Clause, lex: lexicon.Words) -> dict[str, float]:
     """The features of a negated clause's words that can say what to do."""
-    return _bag((word, 1.0) for word in clause.words if meaningful(word))
+    return _bag((word, 1.0) for word in clause.words if meaningful(word, lex))
 
 
-def _negation_lead(clause: Clause) -> tuple[str, ...]:
+def _negation_lead(clause: Clause, lex: lexicon.Words) -> tuple[str, ...]:
     """How a negated clause opens, up to its negation, polite words aside: "don't remember
     that" opens with ("do", "not"), "you don't need to remember this" with ("you", "do",
     "not"), which is no instruction to forget."""
     words = list(clause.words)
-    while words and words[0] in lexicon.REQUEST_LEADS:
+    while words and words[0] in lex.REQUEST_LEADS:
         words.pop(0)
     for position, word in enumerate(words):
-        if word in lexicon.NEGATIONS:
+        if word in lex.NEGATIONS:
             return tuple(words[: position + 1])
     return ()
 
@@ -255,7 +314,7 @@ def phrase_bag(
         for word in clause.words:
             if word == SLOT:
                 has_topic = True
-            if not meaningful(word):
+            if not meaningful(word, phrase.lex):
                 continue
             if known is not None and not known.known(word):
                 has_topic = True
@@ -292,10 +351,11 @@ def index_of(manifest: Manifest) -> Index:
 
 def _joined(words: tuple[str, ...], index: Index) -> list[str]:
     """Two words the capabilities' text writes as one ("back up" is "backup"); never an article
-    and its noun ("a nota" is no "anota")."""
+    of any language and its noun ("a nota" is no "anota", whichever language "a" is in)."""
     out: list[str] = []
+    articles = lexicon.of().ARTICLES
     for word in words:
-        if out and out[-1] not in lexicon.ARTICLES and out[-1] + word in index.words:
+        if out and out[-1] not in articles and out[-1] + word in index.words:
             out[-1] += word
         else:
             out.append(word)
@@ -306,12 +366,14 @@ def respelled(phrase: Phrase, index: Index) -> Phrase:
     """A phrase with its words spelled as the capabilities' text spells them, and a negation
     of nothing but the user's own words read as a contrast ("I meant Thursday, not Tuesday")."""
     clauses = []
+    lex = phrase.lex
     for clause in phrase.clauses:
-        words = tuple(part for word in _joined(clause.words, index) for part in index.spelled(word))
-        rest = [w for w in words[1:] if meaningful(w)]
+        joined = _joined(clause.words, index)
+        words = tuple(part for word in joined for part in index.spelled(word, lex))
+        rest = [w for w in words[1:] if meaningful(w, lex)]
         valued = (
             clause.negated
-            and words[0] in lexicon.NEGATIONS
+            and words[0] in lex.NEGATIONS
             and bool(rest)
             and not any(index.known(w) for w in rest)
         )
@@ -324,7 +386,7 @@ def respelled(phrase: Phrase, index: Index) -> Phrase:
                 clause.relative,
             )
         )
-    return Phrase(tuple(clauses), phrase.question, phrase.ids)
+    return Phrase(tuple(clauses), phrase.question, phrase.ids, phrase.languages)
 
 
 def keeper_of(capability: Capability, capabilities: tuple[Capability, ...]) -> Capability | None:

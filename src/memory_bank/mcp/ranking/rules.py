@@ -7,7 +7,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from memory_bank.mcp import lexicon
+from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
 from memory_bank.mcp.ranking import tuning
 from memory_bank.mcp.ranking.blend import Embedder, closeness, scale_by_meaning
@@ -24,7 +24,7 @@ from memory_bank.mcp.ranking.capability_index import (
     saver_of,
     undoer_of,
 )
-from memory_bank.mcp.ranking.phrase import ID, Clause, Phrase, meaningful, parse
+from memory_bank.mcp.ranking.phrase import ID, PLACEHOLDER, Clause, Phrase, meaningful
 
 # Tuned on the tune halves of the phrasing sets: tuning.json says what each does, and
 # `python -m memory_bank.mcp.ranking.tune` measures a value.
@@ -38,6 +38,9 @@ KEEP_FLOOR = tuning.value("KEEP_FLOOR")
 NEGATION_MATCH = tuning.value("NEGATION_MATCH")
 NO_ID_FACTOR = tuning.value("NO_ID_FACTOR")
 QUESTION_CHANGE_FACTOR = tuning.value("QUESTION_CHANGE_FACTOR")
+TERSE_WORDS = tuning.value("TERSE_WORDS")
+ASKS = tuning.value("ASKS")
+REFUSAL_REST = tuning.value("REFUSAL_REST")
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,30 @@ def _unframed(
         inner, named = _unframed(manifest, framed.group(2), limit, embedder, frames - 1)
         if named:
             return inner, named
+    if framed is not None and _terse(manifest, framed.group(1)):
+        # An agent's terse intent names its action before the colon and its subject after
+        # it, like a person's request: "recall: the Q3 budget", "listar: todas as memórias
+        # com a tag viagem", "lookup prior context re: X".
+        # Read as the spec's examples are written, the subject a placeholder ("lookup: …").
+        # The model reads it only when the whole phrase is English (blend.closeness).
+        meant = embedder if language.is_english(query) else None
+        intent, named = _answer(manifest, f"{framed.group(1)} {PLACEHOLDER}", limit, meant)
+        if named and intent.ranked:
+            return intent, named
     return _answer(manifest, query, limit, embedder)
+
+
+def _terse(manifest: Manifest, head: str) -> bool:
+    """Whether words before a colon are a terse intent: a few words, all of them the
+    capabilities' own, none negated."""
+    index = index_of(manifest)
+    phrase = respelled(index.parse(head), index)
+    words = [w for w in phrase.words if meaningful(w, phrase.lex)]
+    return (
+        0 < len(words) <= TERSE_WORDS
+        and not any(c.negated for c in phrase.clauses)
+        and all(index.known(w) for w in words)
+    )
 
 
 def _frames(manifest: Manifest, head: str) -> bool:
@@ -93,19 +119,20 @@ def _answer(
 ) -> tuple[Answer, bool]:
     """answer() of a whole phrase, and whether the phrase itself names an action (or declines
     or keeps one), not only the fallback's."""
-    phrase = parse(query)
-    if not any(meaningful(w) or ID.match(w) for w in phrase.words):
+    index = index_of(manifest)
+    phrase = index.parse(query)
+    if not any(meaningful(w, phrase.lex) or ID.match(w) for w in phrase.words):
         if not any(c.contrast for c in phrase.clauses):
             return Answer(()), False
         # A value corrected and nothing else ("no, 3 pm, not 2 pm"): a correction is an edit,
         # whatever words are around it.
         edits = [c for c in index_of(manifest).capabilities if c.method == "PATCH"]
         return Answer(tuple((c, CORRECTION_BONUS) for c in edits[:limit])), True
-    index = index_of(manifest)
-    phrase = respelled(phrase, index)
+    phrase = _refusals_apart(respelled(phrase, index), index)
+    lex = phrase.lex
     by_name = {c.name: c for c in index.capabilities}
     negated = frozenset(i for i, c in enumerate(phrase.clauses) if c.negated)
-    scores = index.scores(phrase_bag(phrase, False, negated, index))
+    scores = index.scores(phrase_bag(phrase, False, negated, index), phrase.languages)
     # A request in words no capability uses ("update a memory" with no edit tool) is no
     # confident match for whatever shares its other words.
     asked = [
@@ -113,10 +140,20 @@ def _answer(
         for i, c in enumerate(phrase.clauses)
         if i not in negated and not c.content and not c.contrast and not c.relative
         for w in c.words
-        if meaningful(w)
+        if meaningful(w, lex)
     ]
     coverage = sum(index.known(w) for w in asked) / len(asked) if asked else 1.0
-    scores = {name: value * coverage**0.75 for name, value in scores.items()}
+    # The user's subject after "about" ("delete the thing abt my old gym membership") costs
+    # the request's own words nothing.
+    request = [
+        w
+        for i, c in enumerate(phrase.clauses)
+        if i not in negated and not c.content and not c.contrast and not c.relative
+        for w in _unsubjected(c.words, lex, index)
+        if meaningful(w, lex)
+    ]
+    covered = sum(index.known(w) for w in request) / len(request) if request else 1.0
+    scores = {name: value * covered**0.75 for name, value in scores.items()}
     # A question mostly in the user's own words asks what is known about them: "what time is
     # my dentist appointment?", "who owns the billing service?".
     # Not one about a memory in view: "what did that note say at first?".
@@ -132,32 +169,34 @@ def _answer(
     correction = _corrects(phrase)
     for position in sorted(negated):
         clause = phrase.clauses[position]
-        if correction and not lexicon.COPULAS.isdisjoint(clause.words):
+        if correction and not lex.COPULAS.isdisjoint(clause.words):
             continue  # "n'est plus la bonne": a fact no longer so, its new value follows
-        meant, similarity = index.negation_meaning(clause)
+        meant, similarity = index.negation_meaning(clause, lex)
         if meant is not None and similarity >= NEGATION_MATCH:
             # The spec says what this negation means ("don't remember that" forgets).
             meanings.append((meant, similarity))
             continue
-        alone = Phrase((Clause(clause.words, False, False, False),), False, frozenset())
-        clause_scores = index.scores(phrase_bag(alone, False, frozenset(), index))
+        alone = Phrase(
+            (Clause(clause.words, False, False, False),), False, frozenset(), phrase.languages
+        )
+        clause_scores = index.scores(phrase_bag(alone, False, frozenset(), index), phrase.languages)
         # What a negation refuses is a change ("don't save", "vergiss nicht"): reads aside.
         changes = {n: s for n, s in clause_scores.items() if by_name[n].method != "GET"}
         top, value = max(changes.items(), key=lambda item: item[1])
         if value < ACTION_FLOOR:
             continue
         undo = undoer_of(by_name[top], index.capabilities)
-        if (
-            undo is not None
-            and value >= KEEP_FLOOR
-            and not lexicon.CESSATION.isdisjoint(clause.words)
-        ):
+        if undo is not None and value >= KEEP_FLOOR and not lex.CESSATION.isdisjoint(clause.words):
             # Not to keep something any longer is to forget it: "I don't want you to remember
             # my salary anymore", "ne retiens plus ça".
             scores[undo.name] += KEEP_BONUS + value
             kept = True
             continue
         keeper = keeper_of(by_name[top], index.capabilities)
+        if _asks_after(phrase, position, index) - {top, keeper.name if keeper else top}:
+            # A refusal followed by another request refuses only: "no wait, not delete it,
+            # just tell me what you had about ...", "nicht speichern, eher nachschauen ob ...".
+            continue
         if keeper is not None and value >= KEEP_FLOOR:
             # Not forgetting is remembering: "don't forget ...", "vergiss nicht, dass ...".
             scores[keeper.name] += KEEP_BONUS + value
@@ -188,7 +227,7 @@ def _answer(
         not phrase.question
         and by_name[max(scores, key=lambda name: scores[name])].method == "DELETE"
         and any(
-            i > 0 and not c.content and not lexicon.REPLACEMENTS.isdisjoint(c.words)
+            i > 0 and not c.content and not lex.REPLACEMENTS.isdisjoint(c.words)
             for i, c in enumerate(phrase.clauses)
         )
     )
@@ -229,9 +268,7 @@ def _answer(
                 scores[capability.name] += ID_BONUS
             elif "{" not in capability.path:
                 scores[capability.name] *= NO_ID_FACTOR
-    elif not lexicon.PLURAL_ITEMS.isdisjoint(phrase.words) and lexicon.ITEMS.isdisjoint(
-        phrase.words
-    ):
+    elif not lex.PLURAL_ITEMS.isdisjoint(phrase.words) and lex.ITEMS.isdisjoint(phrase.words):
         # Several items and no one of them ("list memories filtered by tag", "show the
         # drafts"): a collection, not one item.
         for capability in index.capabilities:
@@ -274,7 +311,7 @@ def _answer(
             # sister's birthday is on March 3rd"), with the search of what is kept next; a
             # fact that is so "now" replaces an older one ("my manager is now Tom").
             editor = editor_of(saver, index.capabilities)
-            now = states and not (lexicon.NOW | lexicon.REPLACEMENTS).isdisjoint(phrase.words)
+            now = states and not (lex.NOW | lex.REPLACEMENTS).isdisjoint(phrase.words)
             keeper = editor if (now or correction) and editor is not None else saver
             scores[keeper.name] = scores[fallback.name] + TOPICAL_MARGIN
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
@@ -293,19 +330,79 @@ def rank(
     return list(answer(manifest, query, limit, embedder).ranked)
 
 
+def _refusals_apart(phrase: Phrase, index: Index) -> Phrase:
+    """A phrase with what follows a refused verb in its clause as a clause of its own, as speech
+    without punctuation runs them together ("not delete it um just tell me what you had
+    about ..."): the refusal is the negation and the first word the capabilities use after it."""
+    lex = phrase.lex
+    clauses: list[Clause] = []
+    for clause in phrase.clauses:
+        negations = [i for i, w in enumerate(clause.words) if w in lex.NEGATIONS]
+        start = negations[0] + 1 if negations and clause.negated else len(clause.words)
+        verbs = [
+            i
+            for i in range(start, len(clause.words))
+            if meaningful(clause.words[i], lex) and index.known(clause.words[i])
+        ]
+        rest = clause.words[verbs[0] + 1 :] if verbs else ()
+        # Not when the rest states something: "don't let me forget the lease is due ...".
+        if sum(meaningful(w, lex) for w in rest) < REFUSAL_REST or not lex.COPULAS.isdisjoint(rest):
+            clauses.append(clause)
+            continue
+        clauses.append(Clause(clause.words[: verbs[0] + 1], True, False, clause.content))
+        clauses.append(Clause(rest, False, False, clause.content))
+    return Phrase(tuple(clauses), phrase.question, phrase.ids, phrase.languages)
+
+
+def _asks_after(phrase: Phrase, position: int, index: Index) -> set[str]:
+    """What the clauses after this one ask for on their own (the capability their words alone
+    name clearly; none for one that states something: "I was only thinking aloud")."""
+    found: set[str] = set()
+    for clause in phrase.clauses[position + 1 :]:
+        if clause.negated or clause.content or clause.relative or clause.contrast:
+            continue
+        if not phrase.lex.COPULAS.isdisjoint(clause.words[1:]):
+            continue
+        alone = Phrase(
+            (Clause(clause.words, False, False, False),), False, frozenset(), phrase.languages
+        )
+        scores = index.scores(phrase_bag(alone, False, frozenset(), index), phrase.languages)
+        name = max(scores, key=lambda n: scores[n])
+        if scores[name] >= ASKS:
+            found.add(name)
+    return found
+
+
+def _unsubjected(words: tuple[str, ...], lex: lexicon.Words, index: Index) -> list[str]:
+    """A clause's words without the user's own subject after a preposition that names what it
+    is about: the words no capability uses that follow it ("delete the thing about my old gym
+    membership", "Sachen über mehrere Gespräche hinweg merken"; not "about me")."""
+    out: list[str] = []
+    subject = False
+    for word in words:
+        if subject and (word in lex.ARTICLES or word in lex.POSSESSIVES):
+            continue
+        if subject and meaningful(word, lex) and not index.known(word):
+            continue
+        subject = word in lex.ABOUT
+        out.append(word)
+    return out
+
+
 def _corrects(phrase: Phrase) -> bool:
     """Whether a statement gives a value "now" after denying or changing an older one ("ya no
     es ese, ahora es ...", "n'est plus la bonne, c'est ... maintenant", "mudou, agora é ...")."""
     if phrase.question:
         return False
+    lex = phrase.lex
     for position, clause in enumerate(phrase.clauses):
-        if lexicon.NOW.isdisjoint(clause.words) or lexicon.COPULAS.isdisjoint(clause.words):
+        if lex.NOW.isdisjoint(clause.words) or lex.COPULAS.isdisjoint(clause.words):
             continue
         for before in phrase.clauses[:position]:
-            denied = not lexicon.NEGATIONS.isdisjoint(before.words) and not (
-                lexicon.COPULAS.isdisjoint(before.words)
+            denied = not lex.NEGATIONS.isdisjoint(before.words) and not (
+                lex.COPULAS.isdisjoint(before.words)
             )
-            if denied or not lexicon.CHANGED.isdisjoint(before.words):
+            if denied or not lex.CHANGED.isdisjoint(before.words):
                 return True
     return False
 
@@ -313,8 +410,9 @@ def _corrects(phrase: Phrase) -> bool:
 def _looks_back(phrase: Phrase) -> bool:
     """Whether a phrase that asks no question and hands over nothing points back in time
     ("latest", "since Monday", "dernier", "último")."""
+    lex = phrase.lex
     return (
-        not lexicon.RECENT.isdisjoint(phrase.words)
+        not lex.RECENT.isdisjoint(phrase.words)
         and not any(c.content for c in phrase.clauses)
         and not _states(phrase)
     )
@@ -322,8 +420,9 @@ def _looks_back(phrase: Phrase) -> bool:
 
 def _states(phrase: Phrase) -> bool:
     """Whether a phrase that asks nothing states a fact: a subject, then the verb "to be"."""
+    lex = phrase.lex
     return not phrase.question and any(
-        not lexicon.COPULAS.isdisjoint(c.words[1:]) for c in phrase.clauses if not c.content
+        not lex.COPULAS.isdisjoint(c.words[1:]) for c in phrase.clauses if not c.content
     )
 
 
@@ -335,19 +434,18 @@ def _gives_content(phrase: Phrase) -> bool:
 def _about(phrase: Phrase, index: Index) -> bool:
     """Whether a phrase says what it is about in the user's own words ("about the dentist",
     "the memories that mention Berlin")."""
+    lex = phrase.lex
     for clause in phrase.clauses:
         if (
             clause.relative
-            and lexicon.ORIGINS.isdisjoint(clause.words)
-            and any(meaningful(w) and not index.known(w) for w in clause.words)
+            and lex.ORIGINS.isdisjoint(clause.words)
+            and any(meaningful(w, lex) and not index.known(w) for w in clause.words)
         ):
             # Not "... that came in from Slack": where a memory came from lists (by source).
             return True
-        words = [
-            w for w in clause.words if w not in lexicon.ARTICLES and w not in lexicon.POSSESSIVES
-        ]
+        words = [w for w in clause.words if w not in lex.ARTICLES and w not in lex.POSSESSIVES]
         for word, after in itertools.pairwise(words):
-            if word in lexicon.ABOUT and meaningful(after) and not index.known(after):
+            if word in lex.ABOUT and meaningful(after, lex) and not index.known(after):
                 return True
     return False
 
@@ -355,10 +453,11 @@ def _about(phrase: Phrase, index: Index) -> bool:
 def _referred(phrase: Phrase, index: Index) -> frozenset[str]:
     """The kinds of id a phrase points at with a demonstrative ("that memory", "ce brouillon")."""
     found: set[str] = set()
+    lex = phrase.lex
     for clause in phrase.clauses:
         if clause.content:
             continue
         for word, after in zip(clause.words, clause.words[1:], strict=False):
-            if word in lexicon.DEMONSTRATIVES:
+            if word in lex.DEMONSTRATIVES:
                 found.update(index.items.get(after, ()))
     return frozenset(found)

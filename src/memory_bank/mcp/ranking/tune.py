@@ -31,6 +31,15 @@ def tune_sets() -> dict[str, list[dict[str, Any]]]:
     return found
 
 
+def expected(entry: dict[str, Any]) -> list[str]:
+    """The capabilities right first for a phrasing: its `expected` (one name, or a list of
+    them), none for a declined save ("none", [])."""
+    found = entry["expected"]
+    if isinstance(found, str):
+        return [] if found == "none" else [found]
+    return list(found)
+
+
 def measure(name: str, candidate: float) -> Counter[str]:
     """Right-first counts per tune set with one constant set to a candidate value."""
     from memory_bank.mcp import manifest
@@ -48,10 +57,11 @@ def measure(name: str, candidate: float) -> Counter[str]:
         for set_name, entries in tune_sets().items():
             for entry in entries:
                 ranked = rules.rank(tools, entry["text"], 1)
-                if entry["expected"] == "none":
+                wanted = expected(entry)
+                if not wanted:
                     good = not ranked or ranked[0][0].method == "GET"
                 else:
-                    good = bool(ranked) and ranked[0][0].name == entry["expected"]
+                    good = bool(ranked) and ranked[0][0].name in wanted
                 passed[set_name] += good
                 passed["all"] += good
         return passed
