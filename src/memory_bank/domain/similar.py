@@ -84,6 +84,8 @@ def hints(
                 alike[mid] = min(1.0, score / top)
     # The vector is awaited with no connection held, as a search does.
     vector = pending() if pending is not None else None
+    if vector is None and not alike:
+        return []
     with db.reading() as conn:
         if vector is not None and semantic is not None:
             cal = calibration.for_model(semantic.model)
