@@ -7,12 +7,13 @@ exact duplicates, true paraphrases and updates of the same fact should be hinted
 that only share a name or a topic word, and unrelated ones, should not. Shown for several
 thresholds of the score relative to the new memory's own (domain/similar.py uses 0.30), then
 with hints by meaning too at several thresholds of the model's semantic relevance
-(domain/similar.MEANING); on the pairs, on held-out pairs written after the choice by words,
+(calibration.json's `similar`); on the pairs, on held-out pairs written after the choice by words,
 and on paraphrased duplicates written before the choice by meaning.
 
-`python benchmarks/similar_hints.py rate [--engines sqlite,pymysql] [--requests 600]` — saves
-per second with MEMORY_BANK_SIMILAR_HINTS on and off: two servers on this tree side by side,
-one client alternating varied saves between them (as write_ab.py does for two commits).
+`python benchmarks/similar_hints.py rate [--engines sqlite,pymysql] [--requests 600]
+[--embeddings local]` — saves per second with MEMORY_BANK_SIMILAR_HINTS on and off: two servers
+on this tree side by side, one client alternating varied saves between them (as write_ab.py
+does for two commits); --embeddings sets both servers' MEMORY_BANK_EMBEDDINGS.
 """
 
 from __future__ import annotations
@@ -284,8 +285,10 @@ def _database(engine: str, name: str) -> str:
     return with_driver(create_database(f"mb_bench_hints_{name}", drop=True), engine)
 
 
-def rate(engine: str, requests: int) -> dict[str, list[float]]:
-    """Seconds per save with hints on and off, alternating request by request."""
+def rate(engine: str, requests: int, embeddings: str | None = None) -> dict[str, list[float]]:
+    """Seconds per save with hints on and off, alternating request by request (embeddings:
+    MEMORY_BANK_EMBEDDINGS of both servers, None: as the environment says; with a model, hints
+    come by meaning too)."""
     clients: dict[str, httpx.Client] = {}
     texts = fillers(requests + 100, seed=11)
     with contextlib.ExitStack() as stack:
@@ -294,7 +297,11 @@ def rate(engine: str, requests: int) -> dict[str, list[float]]:
             key = make_key(url, "hints")
             server = start_server(
                 url,
-                env={"MEMORY_BANK_SIMILAR_HINTS": on, "MEMORY_BANK_VALIDATE_RESPONSES": "false"},
+                env={
+                    "MEMORY_BANK_SIMILAR_HINTS": on,
+                    "MEMORY_BANK_VALIDATE_RESPONSES": "false",
+                    **({"MEMORY_BANK_EMBEDDINGS": embeddings} if embeddings else {}),
+                },
             )
             stack.callback(server.stop)
             client = httpx.Client(
@@ -316,13 +323,17 @@ def main() -> None:
     parser.add_argument("--engines", default="sqlite,pymysql")
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--model", default="all-mpnet-base-v2", help="local model, for meaning")
+    parser.add_argument("--embeddings", help="rate: MEMORY_BANK_EMBEDDINGS of both servers")
     args = parser.parse_args()
     if args.what == "pairs":
         pairs_table(args.model)
         return
-    print(f"{args.requests} saves per side, 1 worker, 100 memories kept before")
+    print(
+        f"{args.requests} saves per side, 1 worker, 100 memories kept before, "
+        f"embeddings {args.embeddings or 'as set'}"
+    )
     for engine in args.engines.split(","):
-        times = rate(engine, args.requests)
+        times = rate(engine, args.requests, args.embeddings)
         cells = []
         for name in times:
             mean, median = statistics.mean(times[name]), statistics.median(times[name])
