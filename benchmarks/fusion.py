@@ -60,6 +60,10 @@ class Question:
     coverage: float
     category: int = 0
     attainable: float = 0.0  # the query's attainable BM25 (search.fusion.attainable)
+    query: str = ""
+    # The share of the query's terms each lexical candidate holds (search.index.shares).
+    shares: dict[str, float] = field(default_factory=dict)
+    coverage_terms: float = 0.0  # the largest share among the best 3 BM25 hits
 
 
 @dataclass
@@ -273,6 +277,7 @@ def build(
             for user, question, expected, kind, tune, cat, drop in asked:
                 ranking = index.rank(conn, user, question, POOL)
                 coverage = index.coverage(conn, user, ranking)
+                held = index.shares(conn, user, ranking, [m for m, _ in ranking.hits])
                 ids, rows = matrices[user]
                 cos = rows @ provider.embed([question])[0]
                 kept = {m for m in ids if not (drop and label[m].startswith(drop))}
@@ -286,6 +291,9 @@ def build(
                         coverage,
                         cat,
                         fusion.attainable(ranking.weights),
+                        question,
+                        {label[m]: v for m, v in held.items() if m in kept},
+                        max((held[m] for m, _ in ranking.hits[:3]), default=0.0),
                     )
                 )
         engine.dispose()

@@ -1,16 +1,19 @@
 """The "you already know this" hints on save: how well they find the memory a new one updates,
 and what they cost a save.
 
-`python benchmarks/similar_hints.py pairs` — a precision/recall table on built pairs (a memory
-kept, a new one saved next to it among 60 unrelated memories): exact duplicates, true
-paraphrases and updates of the same fact should be hinted; memories that only share a name
-or a topic word, and unrelated ones, should not. Shown for several thresholds of the score
-relative to the new memory's own (domain/similar.py uses 0.30), and on held-out pairs
-written after that choice.
+`python benchmarks/similar_hints.py pairs [--model all-MiniLM-L6-v2]` — a precision/recall
+table on built pairs (a memory kept, a new one saved next to it among 60 unrelated memories):
+exact duplicates, true paraphrases and updates of the same fact should be hinted; memories
+that only share a name or a topic word, and unrelated ones, should not. Shown for several
+thresholds of the score relative to the new memory's own (domain/similar.py uses 0.30), then
+with hints by meaning too at several thresholds of the model's semantic relevance
+(calibration.json's `similar`); on the pairs, on held-out pairs written after the choice by words,
+and on paraphrased duplicates written before the choice by meaning.
 
-`python benchmarks/similar_hints.py rate [--engines sqlite,pymysql] [--requests 600]` — saves
-per second with MEMORY_BANK_SIMILAR_HINTS on and off: two servers on this tree side by side,
-one client alternating varied saves between them (as write_ab.py does for two commits).
+`python benchmarks/similar_hints.py rate [--engines sqlite,pymysql] [--requests 600]
+[--embeddings local]` — saves per second with MEMORY_BANK_SIMILAR_HINTS on and off: two servers
+on this tree side by side, one client alternating varied saves between them (as write_ab.py
+does for two commits); --embeddings sets both servers' MEMORY_BANK_EMBEDDINGS.
 """
 
 from __future__ import annotations
@@ -153,6 +156,36 @@ HOLDOUT: list[tuple[str, str, bool]] = [
     ("Our API rate limit is 600 requests a minute.", "Our API docs live on the wiki.", False),
 ]
 
+# Paraphrased duplicates (the same fact about the user in other words, mostly no shared word)
+# and same-subject memories that state another fact; written before the threshold by meaning
+# was measured.
+PARAPHRASED: list[tuple[str, str, bool]] = [
+    ("I'm vegetarian.", "The user doesn't eat meat.", True),
+    ("My daughter's name is Mia.", "The user has a daughter called Mia.", True),
+    (
+        "I work as a nurse at the city hospital.",
+        "The user's job is nursing at the municipal hospital.",
+        True,
+    ),
+    ("I'm allergic to cats.", "Cats give the user an allergic reaction.", True),
+    ("We moved to Denver last spring.", "The user relocated to Denver in spring last year.", True),
+    (
+        "I prefer tea over coffee in the morning.",
+        "In the mornings the user would rather drink tea than coffee.",
+        True,
+    ),
+    ("My car is a blue Honda Civic.", "The user drives a blue Civic made by Honda.", True),
+    ("I run a marathon every October.", "Each October the user takes part in a 42 km race.", True),
+    ("I'm vegetarian.", "The user's sister is vegan.", False),
+    ("My daughter's name is Mia.", "Mia starts piano lessons in May.", False),
+    ("I work as a nurse at the city hospital.", "The city hospital is building a new wing.", False),
+    ("I'm allergic to cats.", "The neighbour's cat is called Felix.", False),
+    ("We moved to Denver last spring.", "Denver had a snowy winter this year.", False),
+    ("I prefer tea over coffee in the morning.", "The office coffee machine is broken.", False),
+    ("My car is a blue Honda Civic.", "The user's car needs new tyres in March.", False),
+    ("I run a marathon every October.", "The user's knee hurt after Sunday's run.", False),
+]
+
 _TEAMS = ["platform", "mobile", "data", "growth", "infra", "support", "billing", "search"]
 _THINGS = ["dashboard", "runbook", "roadmap", "dataset", "pipeline", "contract", "playbook"]
 _WHEN = ["monthly", "weekly", "each sprint", "every quarter", "after each release"]
@@ -200,24 +233,49 @@ def relative_scores(
     return found
 
 
-def pairs_table() -> None:
-    """Print precision and recall per threshold, on the pairs and on the held-out pairs."""
-    for label, pairs in (("pairs", PAIRS), ("held-out pairs", HOLDOUT)):
+def meaning_scores(model: str, pairs: list[tuple[str, str, bool]]) -> list[float]:
+    """For each pair: the kept memory's relevance by meaning to the new one, as a save's hint
+    reads it (the model's semantic curve over the cosine of their vectors)."""
+    from memory_bank.models.local_model import load
+    from memory_bank.search import calibration
+
+    provider = load(model)
+    curve = calibration.for_model(f"local:{model}-int8").semantic
+    out = []
+    for kept, new, _ in pairs:
+        a, b = provider.embed([kept, new])
+        out.append(curve(float(a @ b)))
+    return out
+
+
+def pairs_table(model: str) -> None:
+    """Print precision and recall per threshold, on the pairs, the held-out pairs and the
+    paraphrased duplicates: by words alone, then by words or meaning."""
+    sets = (("pairs", PAIRS), ("held-out pairs", HOLDOUT), ("paraphrased duplicates", PARAPHRASED))
+    for label, pairs in sets:
         url = f"sqlite:///{Path(tempfile.mkdtemp()) / 'pairs.db'}"
         scores = relative_scores(url, pairs)
+        meaning = meaning_scores(model, pairs)
         positives = sum(1 for wanted, _ in scores if wanted)
         print(f"{len(scores)} {label}: {positives} should be hinted, {len(scores) - positives} not")
-        print("| threshold | hinted | precision | recall |")
-        print("|---|---|---|---|")
-        for threshold in (0.2, 0.3, 0.4, 0.5, 0.6):
-            hinted = [wanted for wanted, score in scores if score >= threshold]
+        print("| by words at | by meaning at | hinted | precision | recall |")
+        print("|---|---|---|---|---|")
+        rows = [(t, None) for t in (0.2, 0.3, 0.4, 0.5, 0.6)]
+        rows += [(0.3, t) for t in (0.85, 0.89, 0.9, 0.95, 0.96, 0.98, 0.99)]
+        for words, by_meaning in rows:
+            hinted = [
+                wanted
+                for (wanted, score), sense in zip(scores, meaning, strict=True)
+                if score >= words or (by_meaning is not None and sense >= by_meaning)
+            ]
             right = sum(hinted)
             precision = right / len(hinted) if hinted else 1.0
             print(
-                f"| {threshold:.2f} | {len(hinted)} | {precision:.2f} | {right / positives:.2f} |"
+                f"| {words:.2f} | {'-' if by_meaning is None else by_meaning} | {len(hinted)} | "
+                f"{precision:.2f} | {right / positives:.2f} |"
             )
-        for (kept, new, wanted), (_, score) in zip(pairs, scores, strict=True):
-            print(f"  {score:.2f} {'+' if wanted else '-'} {kept!r} -> {new!r}")
+        for (kept, new, wanted), (_, score), sense in zip(pairs, scores, meaning, strict=True):
+            print(f"  {score:.2f} {sense:.4f} {'+' if wanted else '-'} {kept!r} -> {new!r}")
 
 
 def _database(engine: str, name: str) -> str:
@@ -227,8 +285,10 @@ def _database(engine: str, name: str) -> str:
     return with_driver(create_database(f"mb_bench_hints_{name}", drop=True), engine)
 
 
-def rate(engine: str, requests: int) -> dict[str, list[float]]:
-    """Seconds per save with hints on and off, alternating request by request."""
+def rate(engine: str, requests: int, embeddings: str | None = None) -> dict[str, list[float]]:
+    """Seconds per save with hints on and off, alternating request by request (embeddings:
+    MEMORY_BANK_EMBEDDINGS of both servers, None: as the environment says; with a model, hints
+    come by meaning too)."""
     clients: dict[str, httpx.Client] = {}
     texts = fillers(requests + 100, seed=11)
     with contextlib.ExitStack() as stack:
@@ -237,7 +297,11 @@ def rate(engine: str, requests: int) -> dict[str, list[float]]:
             key = make_key(url, "hints")
             server = start_server(
                 url,
-                env={"MEMORY_BANK_SIMILAR_HINTS": on, "MEMORY_BANK_VALIDATE_RESPONSES": "false"},
+                env={
+                    "MEMORY_BANK_SIMILAR_HINTS": on,
+                    "MEMORY_BANK_VALIDATE_RESPONSES": "false",
+                    **({"MEMORY_BANK_EMBEDDINGS": embeddings} if embeddings else {}),
+                },
             )
             stack.callback(server.stop)
             client = httpx.Client(
@@ -258,13 +322,18 @@ def main() -> None:
     parser.add_argument("what", choices=["pairs", "rate"])
     parser.add_argument("--engines", default="sqlite,pymysql")
     parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--model", default="all-mpnet-base-v2", help="local model, for meaning")
+    parser.add_argument("--embeddings", help="rate: MEMORY_BANK_EMBEDDINGS of both servers")
     args = parser.parse_args()
     if args.what == "pairs":
-        pairs_table()
+        pairs_table(args.model)
         return
-    print(f"{args.requests} saves per side, 1 worker, 100 memories kept before")
+    print(
+        f"{args.requests} saves per side, 1 worker, 100 memories kept before, "
+        f"embeddings {args.embeddings or 'as set'}"
+    )
     for engine in args.engines.split(","):
-        times = rate(engine, args.requests)
+        times = rate(engine, args.requests, args.embeddings)
         cells = []
         for name in times:
             mean, median = statistics.mean(times[name]), statistics.median(times[name])

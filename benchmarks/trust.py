@@ -7,12 +7,14 @@ asked of another conversation's user) is ranked in-process with the server's ind
 fusion code. Split by fixed rules: LoCoMo conv-26, conv-30, conv-41 and the paraphrase sets'
 tuning pairs tune, the rest is held out; the written questions tune at even index.
 
-`--fit` fits the model's curves (search/calibration.py) and the default floor on the tuning half
-and writes them to src/memory_bank/search/calibration.json; then, or on its own, the floor table
-is printed for the held-out half (abstention: share of unanswerable questions answered with no
-result in the default hybrid mode; paraphrase hit@5 and LoCoMo recall@10 with the floor; ROC
-AUC of the top result's score at min_score=0, answerable paraphrase questions against
-unanswerable ones), beside the fusion before calibration, and written to benchmarks/results/.
+`--fit` fits the model's relevance models (search/calibration.py) and the default floor on the
+tuning half and writes them to src/memory_bank/search/calibration.json (the ranking's order
+curves and the hint thresholds are kept); then, or on its own, the floor table is printed for
+the held-out half, or with `--half tune` for the tuning half (abstention: share of
+unanswerable questions answered with no result in the default hybrid mode; paraphrase hit@5
+and LoCoMo recall@10 with the floor; ROC AUC of the top result's score at min_score=0,
+answerable paraphrase questions against unanswerable ones), beside the fusion before
+calibration, and written to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -64,18 +66,18 @@ def ranker(
     (vectors: which memories have a vector, None: all; blend: a search.fusion.Blend, None: the
     shipped one)."""
     from memory_bank.search import fusion as shipped
+    from memory_bank.search.calibration import descending
 
     blend = blend or shipped.BLEND
 
     def rank(q: Question, limit: int) -> list[tuple[str, float]]:
         if mode == "lexical":
-            reach = q.attainable
-            return [(m, cal.lexical(s / reach if reach > 0 else 0.0)) for m, s in q.lexical[:limit]]
+            return descending((m, cal.lexical(q.shares.get(m, 0.0))) for m, _ in q.lexical[:limit])
         dense = _dense(q, blend.candidates, vectors)
         if mode == "semantic":
             return [(m, cal.semantic(c)) for m, c in dense[:limit]]
         cosine = q.cosine if vectors is None else {m: c for m, c in q.cosine.items() if vectors(m)}
-        return shipped.fuse(
+        fused = shipped.fuse(
             q.lexical[: blend.candidates],
             dense,
             cosine,
@@ -85,6 +87,7 @@ def ranker(
             cal,
             blend.lexical_scale,
         )
+        return shipped.relevance(fused, cosine, q.shares, cal)
 
     return rank
 
@@ -109,41 +112,66 @@ def before(q: Question, limit: int) -> list[tuple[str, float]]:
     return out[:limit]
 
 
-def logistic(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
-    """slope, offset of the logistic curve fitted to labels y over evidence x with these sample
-    weights (Newton's method; a little ridge keeps separable data finite)."""
-    a, b = 0.0, 0.0
+def logistic(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """The coefficients (one per column of x, then the offset) of the logistic model fitted to
+    labels y over features x with these sample weights (Newton's method; a little ridge keeps
+    separable data finite)."""
+    x = np.column_stack([x.reshape(len(y), -1), np.ones(len(y))])
+    beta = np.zeros(x.shape[1])
+    ridge = 1e-6 * np.eye(x.shape[1])
     for _ in range(100):
-        p = 1 / (1 + np.exp(-(a * x + b)))
-        w = weight * p * (1 - p)
-        r = weight * (p - y)
-        g = np.array([np.sum(r * x) + 1e-6 * a, np.sum(r)])
-        h = np.array([[np.sum(w * x * x) + 1e-6, np.sum(w * x)], [np.sum(w * x), np.sum(w)]])
+        p = 1 / (1 + np.exp(-np.clip(x @ beta, -60, 60)))
+        g = x.T @ (weight * (p - y)) + ridge @ beta
+        h = (x * (weight * p * (1 - p))[:, None]).T @ x + ridge
         step = np.linalg.solve(h, g)
-        a, b = a - step[0], b - step[1]
+        beta -= step
         if np.abs(step).max() < 1e-9:
             break
-    return float(a), float(b)
+    return beta
 
 
-def evidence(qs: Sequence[Question], mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+JOINT = ("cosine", "share", "share_squared")
+
+
+def evidence(
+    qs: Sequence[Question], mode: str, model: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The evidence of what a true answer looks like against what nothing relevant looks like:
-    each tuning question's answers among its first SHOWN candidates in this mode (label 1), and
-    those first SHOWN candidates of each question nobody saved an answer for (label 0). The
-    other candidates of answerable questions are left out: nobody judged them. Weights: each
-    label holds half the total, and within the answers the paraphrase sets hold as much as
-    LoCoMo (its many word-sharing answers must not set the scale alone)."""
-    from memory_bank.search.calibration import Calibration, Curve
+    each tuning question's answers among its first SHOWN results in this mode (label 1), and
+    those first SHOWN results of each question nobody saved an answer for (label 0). The other
+    results of answerable questions are left out: nobody judged them. Features: the share of
+    the query's terms (lexical), the cosine (semantic), or JOINT's (hybrid, results with a
+    vector). Weights: each label holds half the total, and within the answers the paraphrase
+    sets hold as much as LoCoMo (its many word-sharing answers must not set the scale alone)."""
+    from memory_bank.search import calibration
+    from memory_bank.search import fusion as shipped
 
-    identity = Curve(1.0, 0.0)
-    # Ranked with identity curves, a score's logit is the raw evidence.
-    raw = Calibration(identity, identity, identity, 0.0, "")
+    cal = calibration.for_model(MODELS[model])
     xs, ys, group = [], [], []
     for q in qs:
-        for m, s in ranker(mode, raw)(q, SHOWN):
+        if mode == "lexical":
+            shown = [(m, [q.shares.get(m, 0.0)]) for m, _ in q.lexical[:SHOWN]]
+        elif mode == "semantic":
+            shown = [(m, [c]) for m, c in _dense(q, SHOWN)]
+        else:
+            blend = shipped.BLEND
+            fused = shipped.fuse(
+                q.lexical[: blend.candidates],
+                _dense(q, blend.candidates),
+                q.cosine,
+                blend.dense_weight(q.coverage),
+                SHOWN,
+                q.attainable,
+                cal,
+            )
+            shown = []
+            for m, _ in fused:
+                c, sh = q.cosine[m], q.shares.get(m, 0.0)
+                shown.append((m, [c, sh, sh * sh]))
+        for m, features in shown:
             if q.expected and m not in q.expected:
                 continue
-            xs.append(float(np.log(s / (1 - s))) if 0 < s < 1 else (-60.0 if s <= 0 else 60.0))
+            xs.append(features)
             ys.append(1.0 if m in q.expected else 0.0)
             group.append("none" if not q.expected else q.kind == "locomo")
     weights = np.zeros(len(xs))
@@ -151,18 +179,24 @@ def evidence(qs: Sequence[Question], mode: str) -> tuple[np.ndarray, np.ndarray,
     for g, share in shares.items():
         members = [i for i, each in enumerate(group) if each == g]
         for i in members:
-            weights[i] = share / len(members)
+            weights[i] = share / len(members) * len(xs)
     return np.array(xs), np.array(ys), weights
 
 
 def fit(qs: Sequence[Question], model: str) -> dict[str, Any]:
-    """The model's curves fitted on the tuning questions."""
+    """The model's relevance models fitted on the tuning questions."""
     tune = [q for q in qs if q.tune]
-    out = {}
-    for mode in ("lexical", "semantic", "hybrid"):
-        x, y, w = evidence(tune, mode)
+    out: dict[str, Any] = {}
+    for mode in ("lexical", "semantic"):
+        x, y, w = evidence(tune, mode, model)
         slope, offset = logistic(x, y, w)
-        out[mode] = {"slope": round(slope, 4), "offset": round(offset, 4)}
+        out[mode] = {"slope": round(float(slope), 4), "offset": round(float(offset), 4)}
+    x, y, w = evidence(tune, "hybrid", model)
+    beta = logistic(x, y, w)
+    out["hybrid"] = {
+        **{name: round(float(b), 4) for name, b in zip(JOINT, beta, strict=False)},
+        "offset": round(float(beta[-1]), 4),
+    }
     return out
 
 
@@ -275,6 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         "--curves-of", choices=sorted(MODELS), help="score with another model's curves"
     )
     parser.add_argument("--grid", action="store_true", help="sweep the blend on the tuning half")
+    parser.add_argument(
+        "--half",
+        choices=("held-out", "tune"),
+        default="held-out",
+        help="the half the table is of (tune: what the fit and the floor were chosen on)",
+    )
     args = parser.parse_args(argv)
     from memory_bank.search import calibration
 
@@ -287,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         stored = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {"models": {}}
         curves = fit(qs, args.model)
         stored["lexical"] = curves.pop("lexical")
-        stored["models"][name] = curves
+        stored["models"][name] |= curves
         stored.setdefault("floor", 0.5)
         CALIBRATION.write_text(json.dumps(stored, indent=2) + "\n")
         calibration._stored.cache_clear()
@@ -297,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             CALIBRATION.write_text(json.dumps(stored, indent=2) + "\n")
             calibration._stored.cache_clear()
     cal = calibration.for_model(MODELS[args.curves_of] if args.curves_of else name)
-    held = [q for q in qs if not q.tune]
+    held = [q for q in qs if q.tune == (args.half == "tune")]
     floors = sorted({*FLOORS, cal.floor})
     rows: dict[str, Any] = {"before (min-max blend, no floor)": figures(held, before, 0.0)}
     for floor in floors:
@@ -311,8 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     counts = rows[next(iter(rows))]
     print(
-        f"{args.model} (curves of {cal.model}); held out: {counts['unanswerable']} unanswerable, "
-        f"{counts['paraphrase']} paraphrase, {counts['locomo']} LoCoMo questions"
+        f"{args.model} (curves of {cal.model}); {args.half}: {counts['unanswerable']} "
+        f"unanswerable, {counts['paraphrase']} paraphrase, {counts['locomo']} LoCoMo questions"
     )
     print(
         "| hybrid | abstention | written | paraphrase asked without | LoCoMo other user "
@@ -326,12 +366,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{f['hit@5']:.3f} | {f['recall@10']:.3f} | {f['auc']:.3f} |"
         )
     print(
-        "LoCoMo held-out recall@10 at min_score=0: "
+        f"LoCoMo {args.half} recall@10 at min_score=0: "
         + ", ".join(f"{k} {v:.3f}" for k, v in half_made.items())
     )
     RESULTS.mkdir(exist_ok=True)
-    out = (
-        RESULTS / f"trust-{args.model}{'-curves-' + args.curves_of if args.curves_of else ''}.json"
+    out = RESULTS / (
+        f"trust-{args.model}{'-curves-' + args.curves_of if args.curves_of else ''}"
+        f"{'-tune' if args.half == 'tune' else ''}.json"
     )
     out.write_text(
         json.dumps(

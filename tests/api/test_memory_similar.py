@@ -114,3 +114,33 @@ def test_a_committed_save_answers_201_when_its_hints_fail(service, caplog):
     with service.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(memory)).scalar() == 42
     assert "hints failed" in caplog.text and "re-signed" not in caplog.text
+
+
+def test_a_paraphrased_duplicate_is_hinted_by_meaning(make_service):
+    """With semantic search on (the packaged MiniLM), a save whose words differ from a kept
+    memory's but whose meaning is the same lists it; an unrelated one does not."""
+    from memory_bank.app import state_of
+    from memory_bank.domain import vector_jobs
+
+    service = make_service(embeddings="local:all-MiniLM-L6-v2", embeddings_worker=False)
+    headers = service.auth()
+    _a_bank_of_other_memories(service, headers)
+    kept = _save(service, headers, "I'm vegetarian.").json()["memory"]
+    other = _save(service, headers, "The printer on floor 3 needs toner").json()["memory"]
+    state = state_of(service.app)
+    while vector_jobs.drain_once(service.db, state.semantic):
+        pass
+    r = _save(service, headers, "The user doesn't eat meat.")
+    assert r.status_code == 201, r.text
+    similar = r.json()["similar"]
+    assert [s["id"] for s in similar] == [kept["id"]]
+    assert similar[0]["content"] == "I'm vegetarian." and 0 < similar[0]["score"] <= 1
+    assert other["id"] not in [s["id"] for s in similar]
+
+
+def test_without_semantic_search_the_hints_are_by_words_alone(service):
+    headers = service.auth()
+    _a_bank_of_other_memories(service, headers)
+    _save(service, headers, "I'm vegetarian.")
+    r = _save(service, headers, "The user doesn't eat meat.")
+    assert r.status_code == 201 and r.json()["similar"] == []

@@ -1,6 +1,7 @@
-"""The hybrid blend on hand-made candidate lists: the coverage-driven weight, fuse()'s calibrated
-scores, order, cut and ties, BM25 read against the query's attainable score, and memories whose
-vector is not made yet (no model, no database)."""
+"""The hybrid blend on hand-made candidate lists: the coverage-driven weight, fuse()'s rank
+values, order, cut and ties, BM25 read against the query's attainable score, memories whose
+vector is not made yet, and relevance()'s scores of the ranked results (no model, no
+database)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,21 @@ import math
 
 import pytest
 
-from memory_bank.search.calibration import Calibration, Curve, for_model
-from memory_bank.search.fusion import BLEND, Blend, attainable, fuse
+from memory_bank.search.calibration import Calibration, Curve, Joint, Order, for_model
+from memory_bank.search.fusion import BLEND, Blend, attainable, fuse, relevance
 
-# Curves chosen by hand so the expected scores can be worked out: sigmoid(10 * x - 5).
+# Curves chosen by hand so the expected values can be worked out: sigmoid(10 * x - 5).
 CURVE = Curve(10.0, -5.0)
-CAL = Calibration(lexical=Curve(8.0, -4.0), semantic=CURVE, hybrid=CURVE, floor=0.5, model="t")
+# The hand-made joint model: sigmoid(10 * cosine + 4 * share^2 - 5).
+JOINT = Joint(10.0, 0.0, 4.0, -5.0)
+CAL = Calibration(
+    lexical=Curve(6.0, -3.0),
+    semantic=CURVE,
+    hybrid=JOINT,
+    order=Order(lexical=Curve(8.0, -4.0), hybrid=CURVE),
+    floor=0.5,
+    model="t",
+)
 
 
 def sigmoid(z: float) -> float:
@@ -69,12 +79,39 @@ def test_a_score_does_not_depend_on_the_other_candidates():
     assert dict(alone)["c"] == pytest.approx(dict(among)["c"])
 
 
-def test_an_unrelated_nearest_memory_scores_low_with_the_shipped_curves():
+def test_an_unrelated_nearest_memory_scores_low_with_the_shipped_models():
     # Two memories, a question whose words match nothing: before, the nearer scored 0.7.
     cal = for_model("local:all-mpnet-base-v2-int8")
     cosine = {"x": 0.05, "y": 0.12}
     fused = fuse([], sorted(cosine.items()), cosine, BLEND.dense_weight(0.0), 10, 9.0, cal)
-    assert all(score < cal.floor for _, score in fused)
+    assert all(score < cal.floor for _, score in relevance(fused, cosine, {}, cal))
+
+
+def test_relevance_is_the_joint_model_and_never_rises_down_the_list():
+    ranked = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6)]
+    cosine = {"a": 0.5, "b": 0.95, "c": 0.3}
+    shares = {"a": 1.0, "b": 0.0, "c": 0.5, "d": 1.0}
+    scored = relevance(ranked, cosine, shares, CAL)
+    assert [k for k, _ in scored] == ["a", "b", "c", "d"]
+    own = {
+        "a": sigmoid(10 * 0.5 + 4 * 1.0 - 5),
+        "b": sigmoid(10 * 0.95 - 5),
+        "c": sigmoid(10 * 0.3 + 4 * 0.25 - 5),
+        # No vector: the lexical curve of its share.
+        "d": sigmoid(6 * 1.0 - 3),
+    }
+    # "b" is ranked below "a" but would score above it: it is capped at a's score; "d" would
+    # score above "c" and is capped at c's.
+    assert dict(scored) == pytest.approx(
+        {"a": own["a"], "b": own["a"], "c": own["c"], "d": own["c"]}
+    )
+    assert own["b"] > own["a"] and own["d"] > own["c"]
+
+
+def test_the_first_results_score_is_its_own_whatever_else_is_ranked():
+    alone = relevance([("a", 0.5)], {"a": 0.55}, {"a": 0.25}, CAL)
+    among = relevance([("a", 0.5), ("b", 0.4)], {"a": 0.55, "b": 0.9}, {"a": 0.25}, CAL)
+    assert alone[0] == among[0]
 
 
 def test_scores_are_in_zero_to_one_and_order_the_results():
@@ -113,7 +150,7 @@ def test_a_candidate_without_a_vector_is_scored_on_its_words_not_as_irrelevant()
     cosine = {"old": 0.4}
     fused = fuse(lexical, [("old", 0.4)], cosine, 0.5, 10, 8.0, CAL)
     assert [k for k, _ in fused] == ["new", "old"]
-    # Its score is what lexical search gives it: the lexical curve of its evidence.
+    # It is placed by the lexical order curve of its evidence.
     assert dict(fused)["new"] == pytest.approx(sigmoid(8 * 1.0 - 4))
 
 

@@ -690,3 +690,54 @@ def found_in_hybrid(panel: Panel, question: str) -> bool:
     """Whether the API answers the question in hybrid mode with a result (the vector exists)."""
     found = panel.api("GET", "/v1/memory/search", params={"q": question}).json()
     return found["mode"] == "hybrid" and bool(found["results"])
+
+
+def test_a_search_with_nothing_relevant_says_so_and_offers_the_weaker_matches(browser):
+    """A server with the packaged MiniLM (calibrated, so hybrid answers keep the default
+    relevance floor): a question the user saved nothing on answers "Nothing relevant", and the
+    button re-asks with min_score=0 for the nearest memories, however weak."""
+    folder = Path(tempfile.mkdtemp(prefix="mb-panel-floor-"))
+    url = f"sqlite:///{folder / 'floor.db'}"
+    server = None
+    engine = make_engine(url, 1)
+    try:
+        server = start_server(url, {"MEMORY_BANK_EMBEDDINGS": "local:all-MiniLM-L6-v2"})
+        panel = Panel(browser, server, engine, "ines")
+        panel.save("Leo has football practice every Saturday")
+        panel.save("The team lunch is on Fridays")
+        wait_for(
+            lambda: found_in_hybrid(panel, "What sport does my son do at the weekend?"),
+            "the memories' vectors",
+            every=0.2,
+        )
+        panel.open()
+        panel.sign_in()
+        field = panel.driver.find_element("id", "search-input")
+        field.send_keys("quantum chromodynamics on a lattice")
+        field.submit()
+        panel.wait_for(lambda d: "Nothing relevant" in panel.text("memories-status"))
+        assert panel.cards() == []
+        assert "Ranked by meaning and words (hybrid)." in panel.text("memories-status")
+        panel.driver.find_element("id", "search-weaker").click()
+        panel.wait_for(lambda d: len(panel.cards()) == 2)
+        status = panel.text("memories-status")
+        assert "Nothing relevant" in status and "however weak" in status
+        assert not panel.driver.find_elements("id", "search-weaker")
+        scores = [
+            float(c.find_element("css selector", ".score").text.split()[1]) for c in panel.cards()
+        ]
+        assert scores == sorted(scores, reverse=True)
+        # A relevant question still answers at once, with no button.
+        field = panel.driver.find_element("id", "search-input")
+        field.clear()
+        field.send_keys("What sport does my son do at the weekend?")
+        field.submit()
+        panel.wait_for(lambda d: "best first" in panel.text("memories-status"))
+        assert "Nothing relevant" not in panel.text("memories-status")
+        assert panel.cards()[0].find_element("css selector", ".content").text.startswith("Leo")
+        assert not panel.driver.find_elements("id", "search-weaker")
+    finally:
+        if server is not None:
+            stop_server(server)
+        engine.dispose()
+        shutil.rmtree(folder, ignore_errors=True)

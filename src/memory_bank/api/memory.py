@@ -14,7 +14,14 @@ from memory_bank.domain.etags import HEADER, IfMatch, parse_if_match
 def postMemory(body: dict[str, Any]) -> Reply:
     """Save a memory for the caller, or a draft for review when review applies to them."""
     state = app_state.current()
-    done = writes.save(state.db, state.settings, current_principal(), current_user_settings(), body)
+    done = writes.save(
+        state.db,
+        state.settings,
+        current_principal(),
+        current_user_settings(),
+        body,
+        state.semantic,
+    )
     if done.draft is not None:
         location = f"/v1/memory/drafts/{done.draft['draft']['id']}"
         return json_reply(done.draft, 202, {"Location": location})

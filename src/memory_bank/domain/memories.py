@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, org_log, similar
 from memory_bank.domain.bodies import NewMemory
+from memory_bank.domain.semantic import Semantic
 from memory_bank.errors import MemoryNotFound, QuotaExceeded
 from memory_bank.ids import is_id, iso, new_id, utcnow
 from memory_bank.search.document import postings_of
@@ -44,6 +45,7 @@ def save(
     new: NewMemory,
     max_memories: int = 0,
     hints: bool = True,
+    semantic: Semantic | None = None,
 ) -> Saved:
     """Save a memory for the principal, or its org (scope "org", when allowed); the source
     comes from the credential. With dedupe "skip" and an exact duplicate kept, that one."""
@@ -73,7 +75,10 @@ def save(
     if not created:
         return Saved(shape(row), [], created=False)
     # Read after the commit, outside the write: the hint never holds a write lock.
-    alike = _hints_after_commit(db, owner.user_id, row.id, content) if hints else []
+    alike = []
+    if hints:
+        snippets = [c.snippet for c in contexts]
+        alike = _hints_after_commit(db, owner.user_id, row.id, content, semantic, snippets)
     if not acl.may_read(principal):
         # A key that may only write learns nothing of what else is kept: ids and scores.
         alike = [{"id": hint["id"], "score": hint["score"]} for hint in alike]
@@ -81,7 +86,12 @@ def save(
 
 
 def _hints_after_commit(
-    db: Database, owner: str, memory_id: str, content: str
+    db: Database,
+    owner: str,
+    memory_id: str,
+    content: str,
+    semantic: Semantic | None,
+    snippets: list[str],
 ) -> list[dict[str, Any]]:
     """The similar-memory hints for a committed save, or none when they cannot be had.
 
@@ -89,7 +99,7 @@ def _hints_after_commit(
     client would retry into a duplicate. It is logged (by type, never with content).
     """
     try:
-        return similar.hints(db, owner, memory_id, content)
+        return similar.hints(db, owner, memory_id, content, semantic, snippets)
     except Exception as exc:
         log.warning("similar-memory hints failed after a save: %s", type(exc).__name__)
         return []

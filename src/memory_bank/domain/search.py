@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     # numpy comes with semantic search only (domain/semantic.py imports it when on).
     from memory_bank.search.dense import Matrix
 
+# The decimals of a score in an answer.
+SCORE_DIGITS = 6
+
 
 def find(
     db: Database,
@@ -77,7 +80,7 @@ def find(
             # (BM25 ranks once per query); a semantic-only search had not ranked yet.
             used = "lexical"
             if rankings:
-                hits = _best(rankings, limit, cal)
+                hits = _best(conn, rankings, limit, cal)
             else:
                 hits = _lexical(conn, owners, query, limit, only, cal)
         else:
@@ -108,33 +111,45 @@ def _shaped(
     for _, mid, score in hits:
         if mid in found:
             item = shape(found[mid])
-            item["score"] = round(score, 6)
+            item["score"] = round(score, SCORE_DIGITS)
             results.append(item)
     return results
 
 
 def _above(hits: list[tuple[str, str, float]], floor: float) -> list[tuple[str, str, float]]:
-    """The hits whose relevance reaches the floor (0: all of them)."""
-    return [hit for hit in hits if hit[2] >= floor] if floor > 0 else hits
+    """The hits whose relevance, as the answer shows it, reaches the floor (0: all of them): a
+    score read from one answer and sent back as min_score keeps that result."""
+    if floor <= 0:
+        return hits
+    return [hit for hit in hits if round(hit[2], SCORE_DIGITS) >= floor]
 
 
 def _relevance(
-    ranking: search_index.Ranking, limit: int, cal: calibration.Calibration
+    conn: Connection,
+    owner: str,
+    ranking: search_index.Ranking,
+    limit: int,
+    cal: calibration.Calibration,
 ) -> list[tuple[str, float]]:
-    """A BM25 ranking's first `limit` hits with their lexical relevance: BM25 against the query's
-    own attainable score (not against the other hits), uncapped, so the order stays BM25's."""
-    reach = fusion.attainable(ranking.weights)
-    return [(mid, cal.lexical(s / reach if reach > 0 else 0.0)) for mid, s in ranking.hits[:limit]]
+    """A BM25 ranking's first `limit` hits in its order, with their lexical relevance: the curve
+    over the share of the query's terms each holds (nothing of the owner's other memories, so
+    alike in any corpus), never rising down the list."""
+    hits = ranking.hits[:limit]
+    held = search_index.shares(conn, owner, ranking, [mid for mid, _ in hits])
+    return calibration.descending((mid, cal.lexical(held[mid])) for mid, _ in hits)
 
 
 def _best(
+    conn: Connection,
     rankings: dict[str, tuple[search_index.Ranking, float]],
     limit: int,
     cal: calibration.Calibration,
 ) -> list[tuple[str, str, float]]:
     """The lexical answer out of the blend's BM25 candidates: each owner's best `limit`, merged
     (a ranking's first k are its top k)."""
-    return merged(((o, _relevance(r, limit, cal)) for o, (r, _) in rankings.items()), limit)
+    return merged(
+        ((o, _relevance(conn, o, r, limit, cal)) for o, (r, _) in rankings.items()), limit
+    )
 
 
 def _lexical(
@@ -154,6 +169,8 @@ def _lexical(
             (
                 o,
                 _relevance(
+                    conn,
+                    o,
                     search_index.rank(
                         conn,
                         o,
@@ -228,4 +245,11 @@ def _semantic(
     # BM25 is read against what the query could score, not against its best hit (fusion.py).
     attainable = max((fusion.attainable(r.weights) for r, _ in rankings.values()), default=0.0)
     fused = fusion.fuse(lexical, dense, cosine, weight, limit, attainable, cal)
-    return [(o, mid, s) for (o, mid), s in fused]
+    # Each result's share of the query's terms, in one statement per owner.
+    shares: dict[tuple[str, str], float] = {}
+    for owner, (ranking, _) in rankings.items():
+        mine = [mid for (o, mid), _ in fused if o == owner]
+        held = search_index.shares(conn, owner, ranking, mine)
+        shares |= {(owner, mid): held[mid] for mid in mine}
+    scored = fusion.relevance(fused, cosine, shares, cal)
+    return [(o, mid, s) for (o, mid), s in scored]

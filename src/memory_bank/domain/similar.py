@@ -1,9 +1,18 @@
 """What a save tells an agent it already knows: near-duplicates and same-subject memories.
 
-One bounded lexical query over the owner's own index, with the new memory's words: the new
-memory scores itself highest, and each other memory's BM25 score relative to that self-score
-says how alike it is (1.0: the same words). At THRESHOLD or above it is shown (measured on
-built pairs, docs/benchmarks.md "Similar-memory hints").
+By words: one bounded lexical query over the owner's own index, with the new memory's words:
+the new memory scores itself highest, and each other memory's BM25 score relative to that
+self-score says how alike it is (1.0: the same words). At THRESHOLD or above it is shown.
+
+By meaning, with semantic search on and a model that has fitted curves: the new memory's text
+is embedded as its vector will be, under the search's embedding deadline (a save never waits
+longer; past it, or while the model is prepared, the hints are by words alone), and each of
+the owner's vectors is scored with the model's semantic curve (search/calibration.py), the
+scale search scores are on, so "I'm vegetarian" finds "the user doesn't eat meat", which
+shares no word with it. At the model's threshold
+(calibration.json's `similar`) or above it is shown; a memory found both ways shows the larger
+score. Both thresholds are measured on built pairs (benchmarks/similar_hints.py,
+docs/benchmarks.md "Similar-memory hints").
 """
 
 from __future__ import annotations
@@ -13,6 +22,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from memory_bank.domain.semantic import Semantic
+from memory_bank.models.embeddings import embed_text
+from memory_bank.search import calibration
 from memory_bank.search import index as search_index
 from memory_bank.store import memories as store
 from memory_bank.store.database import Database
@@ -48,22 +60,44 @@ def duplicate_of(conn: Connection, owner: str, content: str) -> store.MemoryRow 
     )
 
 
-def hints(db: Database, owner: str, memory_id: str, content: str) -> list[dict[str, Any]]:
-    """Up to SHOWN of the owner's other memories alike enough to this new one, most alike first."""
+def hints(
+    db: Database,
+    owner: str,
+    memory_id: str,
+    content: str,
+    semantic: Semantic | None = None,
+    snippets: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Up to SHOWN of the owner's other memories alike enough to this new one (by words, and
+    by meaning when its vector can be made in time), most alike first."""
+    pending = None
+    if semantic is not None and calibration.fitted(semantic.model):
+        # Embedded on the search's threads while BM25 ranks here.
+        pending = semantic.begin(embed_text(content, snippets))
+    alike: dict[str, float] = {}
     with db.reading() as conn:
         found = ranked(conn, owner, content, CANDIDATES)
-        if not found:
-            return []
         scores = dict(found)
-        top = scores.get(memory_id, found[0][1])
-        alike = [
-            (mid, min(1.0, score / top))
-            for mid, score in found
-            if mid != memory_id and top > 0 and score / top >= THRESHOLD
-        ][:SHOWN]
-        rows = store.get_memories(conn, owner, [mid for mid, _ in alike])
+        top = scores.get(memory_id, found[0][1]) if found else 0.0
+        for mid, score in found:
+            if mid != memory_id and top > 0 and score / top >= THRESHOLD:
+                alike[mid] = min(1.0, score / top)
+    # The vector is awaited with no connection held, as a search does.
+    vector = pending() if pending is not None else None
+    if vector is None and not alike:
+        return []
+    with db.reading() as conn:
+        if vector is not None and semantic is not None:
+            cal = calibration.for_model(semantic.model)
+            matrix = semantic.matrix(conn, owner)
+            for mid, cosine in matrix.top(matrix.scores(vector), CANDIDATES):
+                meaning = cal.semantic(cosine)
+                if mid != memory_id and meaning >= cal.similar:
+                    alike[mid] = max(alike.get(mid, 0.0), meaning)
+        best = sorted(alike.items(), key=lambda item: (item[1], item[0]), reverse=True)[:SHOWN]
+        rows = store.get_memories(conn, owner, [mid for mid, _ in best])
     return [
         {"id": mid, "content": rows[mid].content, "score": round(score, 3)}
-        for mid, score in alike
+        for mid, score in best
         if mid in rows
     ]

@@ -11,6 +11,7 @@ from sqlalchemy import Connection
 from memory_bank.auth import Principal
 from memory_bank.domain import acl, bodies, edits, memories, review
 from memory_bank.domain.etags import IfMatch
+from memory_bank.domain.semantic import Semantic
 from memory_bank.settings import Settings
 from memory_bank.store.database import Database
 from memory_bank.store.user_settings import UserSettings
@@ -32,9 +33,15 @@ class Outcome:
 
 
 def save(
-    db: Database, settings: Settings, principal: Principal, user_settings: UserSettings, body: Any
+    db: Database,
+    settings: Settings,
+    principal: Principal,
+    user_settings: UserSettings,
+    body: Any,
+    semantic: Semantic | None = None,
 ) -> Outcome:
-    """Save a memory for the principal (or its org), or store a draft when review applies."""
+    """Save a memory for the principal (or its org), or store a draft when review applies
+    (semantic: the process's semantic search, for hints by meaning; None: hints by words)."""
     new = bodies.new_memory(body)
     if new.dedupe == "skip":
         # Answering with the memory already kept reads it: a write-only key gets the 403
@@ -43,7 +50,7 @@ def save(
     if review.needs_review(settings, principal, user_settings, new.scope):
         return Outcome(draft=review.submit(db, settings, principal, new))
     saved = memories.save(
-        db, principal, new, settings.max_memories_per_user, settings.similar_hints
+        db, principal, new, settings.max_memories_per_user, settings.similar_hints, semantic
     )
     return Outcome(memory=saved.memory, similar=saved.similar, written=saved.created)
 

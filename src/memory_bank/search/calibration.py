@@ -1,30 +1,53 @@
 """What a search score means: the estimated chance that a result is relevant, in [0, 1].
 
-Each mode's score is a logistic curve over evidence that needs nothing from the other
-candidates, so the same memory and query score alike whatever else the owner holds:
+Each mode's score is a logistic model over evidence that reads nothing of the owner's other
+memories, so the same memory and query score alike whatever else the owner holds:
 
-- lexical: BM25 read against what the query could score (search/fusion.attainable), capped at 1;
+- lexical: the share of the query's terms the memory holds (search/index.shares);
 - semantic: the cosine of the model that made the vectors;
-- hybrid: the adaptive blend of those two (search/fusion.py).
+- hybrid: both of those, fitted jointly (Joint).
 
-The curves are fitted per model on the tuning half of benchmarks/trust.py's questions (relevant:
-the memory that answers; not: every other candidate, and every candidate of a question nobody
-saved an answer for) and stored in calibration.json beside this module. A score of 0.5 means
-that about half the results scored so were relevant on that data. A model with no fitted curve
-(an `openai:` model, a folder of one's own) uses FALLBACK's, which assume a cosine scale like
-the default local model's, and gets no default floor (see for_model); benchmarks/trust.py
---curves-of measures what those curves are worth on a model they were not fitted on.
+Measured on the tuning half (docs/search.md): a joint model that also reads the query's
+coverage (the largest share among its best three BM25 hits) separates answerable from
+unanswerable questions a little better, but which memories are the best hits depends on the
+rest of the corpus, and with it the same memory scored 0.94 among 2,000 memories and 0.15 among
+2; the owner's own cosines (how far the best stands out from the rest) would help more, and
+depend on the corpus wholly. Neither is used.
+
+The ranking is what was measured best (BM25; the cosine; the adaptive blend of search/fusion.py,
+which places a candidate without a vector by the `order` curves), and a score never rises down
+the list: each result's is its own relevance, capped at the score of the result ranked above
+it (descending()). So the scores order the results as the ranking does, and the first result's
+score is its own.
+
+The models are fitted per model on the tuning half of benchmarks/trust.py's questions (relevant:
+the memory that answers; not: every candidate of a question nobody saved an answer for) and
+stored in calibration.json beside this module. A score of 0.5 means that about half the results
+scored so were relevant on that data. A model with no fitted curve (an `openai:` model, a folder
+of one's own) uses FALLBACK's, which assume a cosine scale like the default local model's, and
+gets no default floor and no hints by meaning (see for_model); benchmarks/trust.py --curves-of
+measures what those curves are worth on a model they were not fitted on.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 DATA = Path(__file__).with_name("calibration.json")
+K = TypeVar("K")
+
+
+def _logistic(z: float) -> float:
+    # exp overflows past about 709; the curve is flat there anyway.
+    if z < -60:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 @dataclass(frozen=True)
@@ -36,22 +59,48 @@ class Curve:
 
     def __call__(self, x: float) -> float:
         """The relevance this evidence stands for."""
-        z = self.slope * x + self.offset
-        # exp overflows past about 709; the curve is flat there anyway.
-        if z < -60:
-            return 0.0
-        return 1.0 / (1.0 + math.exp(-z))
+        return _logistic(self.slope * x + self.offset)
+
+
+@dataclass(frozen=True)
+class Joint:
+    """The hybrid relevance: a logistic model over a result's cosine, its share of the query's
+    terms and that share squared (a memory holding a few of a question's words is likelier a
+    near miss than one holding none, one holding them all likelier the answer)."""
+
+    cosine: float
+    share: float
+    share_squared: float
+    offset: float
+
+    def __call__(self, cosine: float, share: float) -> float:
+        """The relevance of a result with this cosine and share of the query's terms."""
+        z = self.cosine * cosine + self.share * share + self.share_squared * share * share
+        return _logistic(z + self.offset)
+
+
+@dataclass(frozen=True)
+class Order:
+    """The curves the hybrid ranking places candidates by (search/fusion.fuse): the blend's
+    value, and BM25 over the attainable score for a candidate without a vector. Fitted on 7
+    December 2026 and kept, so the ranking stays the one measured."""
+
+    lexical: Curve
+    hybrid: Curve
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """The three modes' curves for one model, and the default relevance floor."""
+    """One model's relevance models, the hybrid ranking's curves, the default relevance floor
+    and the threshold of a save's hint by meaning (above 1: none)."""
 
     lexical: Curve
     semantic: Curve
-    hybrid: Curve
+    hybrid: Joint
+    order: Order
     floor: float
-    model: str  # the model these curves were fitted on ("" for the lexical curve alone)
+    model: str  # the model these were fitted on ("" for the lexical curve alone)
+    similar: float = 2.0
 
 
 def _curve(raw: dict[str, float]) -> Curve:
@@ -68,25 +117,45 @@ FALLBACK = "local:all-mpnet-base-v2-int8"
 
 
 def for_model(model: str | None) -> Calibration:
-    """The curves for this model (None: lexical search alone). A model with none gets FALLBACK's
-    curves and no default floor: its cosines may sit on another scale, so a floor could hide
+    """The models for this model (None: lexical search alone). A model with none gets
+    FALLBACK's and no default floor: its cosines may sit on another scale, so a floor could hide
     every answer; its scores still order the results, and min_score sets a floor."""
     stored = _stored()
     models = stored["models"]
     assert isinstance(models, dict)
-    name = model if model is not None and model in models else FALLBACK
+    known = model is not None and model in models
+    name = model if model is not None and known else FALLBACK
     fitted = models[name]
-    lexical = stored["lexical"]
-    assert isinstance(lexical, dict)
-    floor = stored["floor"]
+    lexical, order, floor = stored["lexical"], stored["order"], stored["floor"]
+    assert isinstance(lexical, dict) and isinstance(order, dict)
     assert isinstance(floor, float | int)
     return Calibration(
         _curve(lexical),
         _curve(fitted["semantic"]),
-        _curve(fitted["hybrid"]),
-        float(floor) if model is None or model in models else 0.0,
+        Joint(**{k: float(v) for k, v in fitted["hybrid"].items()}),
+        Order(_curve(order["lexical"]), _curve(fitted["order"])),
+        float(floor) if model is None or known else 0.0,
         name if model is not None else "",
+        float(fitted["similar"]) if known else 2.0,
     )
+
+
+def fitted(model: str) -> bool:
+    """Whether this model has models of its own (not FALLBACK's)."""
+    models = _stored()["models"]
+    assert isinstance(models, dict)
+    return model in models
+
+
+def descending(scored: Iterable[tuple[K, float]]) -> list[tuple[K, float]]:
+    """Results in rank order with their own relevance, each capped at the one before, so the
+    scores never rise down the list."""
+    out = []
+    cap = 1.0
+    for key, score in scored:
+        cap = min(cap, score)
+        out.append((key, cap))
+    return out
 
 
 def lexical_evidence(bm25: float, attainable: float) -> float:

@@ -14,8 +14,12 @@ takes the whole lexical share from the memory the cosine finds.
 
 The cosine enters as it is, not stretched over each query's candidates: stretched, the nearest
 memory took the whole dense share however far it was, so an unrelated question scored as high
-as a good one. The blend's value goes through the model's hybrid curve (search/calibration.py),
-which keeps the order and makes the score a relevance estimate.
+as a good one. The blend's value goes through the model's order curve (search/calibration.py),
+which places a candidate without a vector among those with one.
+
+The score is not the blend's: relevance() scores the ranked results with the model's joint
+relevance model, which separates answerable from unanswerable questions better than the blend
+does (docs/search.md), never rising down the list, so it keeps the blend's order.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from memory_bank.search.calibration import Calibration, lexical_evidence
+from memory_bank.search.calibration import Calibration, descending, lexical_evidence
 
 K = TypeVar("K", bound=Hashable)
 
@@ -72,14 +76,14 @@ def fuse(
     calibration: Calibration,
     lexical_scale: float = BLEND.lexical_scale,
 ) -> list[tuple[K, float]]:
-    """The best `limit` of the union of both candidate lists, each with its relevance (see
-    search/calibration.py), best first, ties to the larger key (the newest id).
+    """The best `limit` of the union of both candidate lists, each with its rank value (the
+    order curves of search/calibration.py), best first, ties to the larger key (the newest id).
 
-    A candidate with a vector is scored on
+    A candidate with a vector is ranked on
     (1 - weight) * lexical_scale * lexical evidence + weight * cosine;
     one without (its vector is not made yet: after an import, a model change, a burst of saves)
-    on its lexical evidence alone, by the lexical curve, so it ranks where lexical search would
-    put it instead of below every memory that has a vector. cosine holds every candidate's
+    on its lexical evidence alone, by the lexical order curve, so it ranks where lexical search
+    would put it instead of below every memory that has a vector. cosine holds every candidate's
     cosine that has a vector; attainable is attainable() of the query.
     """
     bm25 = dict(lexical)
@@ -88,12 +92,33 @@ def fuse(
     for k in keys:
         lex = lexical_evidence(bm25.get(k, 0.0), attainable)
         if k in cosine:
-            score = calibration.hybrid((1.0 - weight) * lexical_scale * lex + weight * cosine[k])
+            blended = (1.0 - weight) * lexical_scale * lex + weight * cosine[k]
+            score = calibration.order.hybrid(blended)
         else:
-            score = calibration.lexical(lex)
+            score = calibration.order.lexical(lex)
         scored.append((k, score))
     scored.sort(key=lambda item: (item[1], item[0]), reverse=True)
     return scored[:limit]
+
+
+def relevance(
+    ranked: Sequence[tuple[K, float]],
+    cosine: Mapping[K, float],
+    shares: Mapping[K, float],
+    calibration: Calibration,
+) -> list[tuple[K, float]]:
+    """fuse()'s results in its order with their relevance: the joint model over each one's
+    cosine and share of the query's terms (search/index.shares), or the lexical curve over its
+    share when it has no vector; each capped at the one ranked above it."""
+    return descending(
+        (
+            k,
+            calibration.hybrid(cosine[k], shares.get(k, 0.0))
+            if k in cosine
+            else calibration.lexical(shares.get(k, 0.0)),
+        )
+        for k, _ in ranked
+    )
 
 
 def attainable(weights: Mapping[str, float]) -> float:

@@ -59,6 +59,7 @@ class Ranking:
     hits: list[tuple[str, float]] = field(default_factory=list)
     weights: dict[str, float] = field(default_factory=dict)
     stored: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # each query term's count in the query
 
 
 def search(
@@ -96,6 +97,7 @@ def rank(
         return out
     stored = {t: tuple(forms(t)) if forms is not None else (t,) for t in query_terms}
     out.stored = stored
+    out.counts = dict(query_terms)
     term_of = {form: t for t, each in stored.items() for form in each}
     m = placeholder(conn)
     unique = list(term_of)
@@ -230,17 +232,42 @@ def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> 
     ids = [mid for mid, _ in ranking.hits[:top]]
     if total <= 0 or not ids:
         return 0.0
+    held = _held(conn, user_id, ranking, ids)
+    return max(sum(ranking.weights.get(t, 0.0) for t in found) / total for found in held.values())
+
+
+def shares(
+    conn: Connection, user_id: str, ranking: Ranking, ids: Sequence[str]
+) -> dict[str, float]:
+    """The share of the query's terms each of these memories holds (0 to 1), each term counted
+    as often as the query has it. Unlike BM25 and coverage() it reads nothing of the owner's
+    other memories, so a memory's share is the same among 2 memories and among 2,000."""
+    total = sum(ranking.counts.values())
+    if total <= 0 or not ids:
+        return {mid: 0.0 for mid in ids}
+    held = _held(conn, user_id, ranking, ids)
+    return {
+        mid: sum(ranking.counts.get(t, 0) for t in found) / total for mid, found in held.items()
+    }
+
+
+def _held(
+    conn: Connection, user_id: str, ranking: Ranking, ids: Sequence[str]
+) -> dict[str, set[str]]:
+    """Which of the query's terms each of these memories holds."""
     term_of = {form: t for t, each in ranking.stored.items() for form in each}
+    held: dict[str, set[str]] = {mid: set() for mid in ids}
+    if not term_of:
+        return held
     m = placeholder(conn)
     rows = conn.exec_driver_sql(
         f"SELECT memory_id, term FROM memory_term WHERE user_id = {m} "
         f"AND term IN ({_marks(conn, len(term_of))}) AND memory_id IN ({_marks(conn, len(ids))})",
         (user_id, *term_of, *ids),
     ).all()
-    held: dict[str, set[str]] = {mid: set() for mid in ids}
     for mid, form in rows:
         held[mid].add(term_of[form])
-    return max(sum(ranking.weights.get(t, 0.0) for t in found) / total for found in held.values())
+    return held
 
 
 def _as_stored(weights: dict[str, float], stored: dict[str, tuple[str, ...]]) -> dict[str, float]:

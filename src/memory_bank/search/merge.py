@@ -17,8 +17,17 @@ from collections.abc import Iterable
 def merged(
     rankings: Iterable[tuple[str, list[tuple[str, float]]]], limit: int
 ) -> list[tuple[str, str, float]]:
-    """(owner, memory id, score) of the best `limit` hits over every owner, best first; ties go
-    to the newest id, as within one index."""
-    hits = [(owner, mid, score) for owner, ranked in rankings for mid, score in ranked]
-    hits.sort(key=lambda hit: (hit[2], hit[1]), reverse=True)
-    return hits[:limit]
+    """(owner, memory id, score) of the best `limit` hits over every owner, best first. Each
+    owner's hits keep their order (their scores never rise, and tied ones are in rank order);
+    between owners a tie goes to the newest id, as within one index."""
+    queues = [[(owner, mid, score) for mid, score in ranked] for owner, ranked in rankings]
+    heads = [0] * len(queues)
+    out: list[tuple[str, str, float]] = []
+    while len(out) < limit:
+        live = [i for i, queue in enumerate(queues) if heads[i] < len(queue)]
+        if not live:
+            break
+        best = max(live, key=lambda i: (queues[i][heads[i]][2], queues[i][heads[i]][1]))
+        out.append(queues[best][heads[best]])
+        heads[best] += 1
+    return out

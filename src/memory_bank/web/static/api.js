@@ -85,10 +85,11 @@ export const api = {
       "GET",
       `/v1/memory?limit=20&scope=${encodeURIComponent(scope)}${narrowing(filters)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
     ),
-  search: (q, scope = "all", filters = {}) =>
+  // minScore: the relevance floor (0: the nearest matches however weak); absent, the server's.
+  search: (q, scope = "all", filters = {}, minScore = null) =>
     request(
       "GET",
-      `/v1/memory/search?limit=50&scope=${encodeURIComponent(scope)}${narrowing(filters)}&q=${encodeURIComponent(q)}`,
+      `/v1/memory/search?limit=50&scope=${encodeURIComponent(scope)}${narrowing(filters)}${minScore === null ? "" : `&min_score=${minScore}`}&q=${encodeURIComponent(q)}`,
     ),
   deleteMemory: (id, keepalive = false) =>
     request("DELETE", `/v1/memory/${encodeURIComponent(id)}`, { keepalive }),

@@ -206,7 +206,7 @@ function scopeFilter() {
   return document.querySelector('#scope-filter input[name="scope"]:checked')?.value || "all";
 }
 
-async function search(event) {
+async function search(event, { weaker = false } = {}) {
   event.preventDefault();
   const q = $("search-input").value.trim();
   if (!q) {
@@ -223,17 +223,31 @@ async function search(event) {
   setStatus(status, "Searching…");
   try {
     const filters = narrowFilter();
-    const { results, mode, unavailable } = await api.search(q, scopeFilter(), filters);
+    const { results, mode, unavailable } = await api.search(
+      q, scopeFilter(), filters, weaker ? 0 : null);
     list.replaceChildren(...results.map((m) => cardFor(m, m.score)));
     const count = results.length === 1 ? "1 memory matches" : `${results.length} memories match`;
     const among = narrowed(filters) ? " among the filtered ones" : "";
-    const found = results.length
-      ? `${count} “${q}”${among}, best first.`
-      : `No memory matches “${q}”${among}.`;
+    const nearest = results.length === 1 ? "match" : `${results.length} matches`;
+    // A search by meaning answers only what clears the relevance floor: an empty answer means
+    // nothing relevant, and the weaker matches are a click away (min_score=0).
+    const floored = !results.length && !weaker && mode !== "lexical";
+    let found = `No memory matches “${q}”${among}.`;
+    if (floored) found = `Nothing relevant to “${q}”${among}.`;
+    else if (weaker && results.length) {
+      found = `Nothing relevant to “${q}”${among}; the nearest ${nearest}, however weak, best first.`;
+    } else if (results.length) found = `${count} “${q}”${among}, best first.`;
     setStatus(status, `${found} ${RANKED_BY[mode] ?? ""}${orgMissing({ unavailable })}`.trim());
+    if (floored) {
+      const more = el("button", {
+        cls: "quiet", text: "Show weaker matches", attrs: { type: "button", id: "search-weaker" },
+      });
+      more.addEventListener("click", (again) => search(again, { weaker: true }));
+      status.append(" ", more);
+    }
   } catch (problem) {
     list.replaceChildren(); // stale cards under an error would read as results
-    report(problem, status, () => search(event));
+    report(problem, status, () => search(event, { weaker }));
   } finally {
     list.removeAttribute("aria-busy");
   }
