@@ -29,7 +29,7 @@ COM_PING = 0x0E
 EXPECTED = {
     "save": 5,  # check, the batch with its COMMIT, two hint reads and their ROLLBACK
     "get": 4,  # check, the memory, its contexts, ROLLBACK
-    "search": 7,  # check, scoring (2), the query terms each result holds, rows (2), ROLLBACK
+    "search": 6,  # check, scoring (2, which read the query terms each hit holds), rows (2), ROLLBACK
     "list": 4,  # check, the page, its contexts, ROLLBACK
     # check, the memory locked, its contexts, then each write on its own (10) and the COMMIT:
     # the PATCH runs on the main pool (domain/writes.edit), which does not batch; on the batch

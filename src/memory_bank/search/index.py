@@ -60,6 +60,20 @@ class Ranking:
     weights: dict[str, float] = field(default_factory=dict)
     stored: dict[str, tuple[str, ...]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # each query term's count in the query
+    # What each hit holds of the query, read by the statements that scored it: the count of
+    # query terms (as often as the query has each) and their summed weight. `whole`: every
+    # memory holding a query term is among the hits (so one missing holds none).
+    held: dict[str, Held] = field(default_factory=dict)
+    whole: bool = False
+
+
+@dataclass
+class Held:
+    """What one memory holds of a query: its terms counted as the query counts them, and their
+    summed weights (idf times count)."""
+
+    count: float = 0.0
+    weight: float = 0.0
 
 
 def search(
@@ -112,6 +126,7 @@ def rank(
     ).all()
     stats = next((row for row in rows if row[0] is None), None)
     if stats is None or stats[1] <= 0:
+        out.whole = True  # no memories, so none holds a query term
         return out
     n_docs = int(stats[1])
     avg_len = max(float(stats[2]) / n_docs, 1.0)
@@ -137,31 +152,42 @@ def rank(
     for term in query_terms.keys() - df.keys():
         out.weights[term] = math.log(1.0 + (n_docs + 0.5) / 0.5) * query_terms[term]
     if not rare:
+        out.whole = True  # no memory holds a query term
         return out
     if among is not None:
         ids = among.few()
         if ids is not None:
             # Few memories pass: rank exactly those, by every term, looked up by id.
             every = _as_stored({**rare, **common}, stored)
-            out.hits = _score(conn, user_id, every, avg_len, limit, only=ids) if ids else []
+            counts = _as_stored(dict(out.counts), stored)
+            out.hits = (
+                _score(conn, user_id, every, counts, avg_len, limit, out.held, only=ids)
+                if ids
+                else []
+            )
+            out.whole = len(out.hits) < limit
             return out
     rare, common = _as_stored(rare, stored), _as_stored(common, stored)
+    counts = _as_stored(dict(out.counts), stored)
     # What the rarer terms must yield: the hits, or the candidates the common terms add to.
     need = max(CANDIDATES, limit) if common else limit
     best = None
     if among is not None and among.on is not None and _broad(among, n_docs):
         # At most `read` memories hold a rare term: no more, and the ranked list is complete.
         complete = read <= need * SCORE_ORDER_READ
-        best = _in_score_order(conn, user_id, rare, avg_len, need, among.on, complete)
-    if not common:
-        out.hits = (
-            best if best is not None else _score(conn, user_id, rare, avg_len, limit, among=among)
+        best = _in_score_order(
+            conn, user_id, rare, counts, avg_len, need, among.on, complete, out.held
         )
+    if not common:
+        if best is None:
+            best = _score(conn, user_id, rare, counts, avg_len, limit, out.held, among=among)
+        out.hits = best
+        out.whole = len(best) < limit
         return out
     # Past the budget, the commonest terms (lowest idf) only add to the best candidates of the
     # rarer ones, so a search's cost follows its rare terms, not the user's most common words.
     if best is None:
-        best = _score(conn, user_id, rare, avg_len, need, among=among)
+        best = _score(conn, user_id, rare, counts, avg_len, need, out.held, among=among)
     found = dict(best)
     if among is not None and len(found) < limit:
         # Fewer of the rarer terms' memories pass than were asked for: rank those that pass by
@@ -169,9 +195,13 @@ def rank(
         # posting of the common terms is read, so they are checked against the passing set
         # rather than each looked up (measured 3-5x faster at 100k memories, on SQLite).
         whole = replace(among, sql=among.members or among.sql)
-        out.hits = _score(conn, user_id, {**rare, **common}, avg_len, limit, among=whole)
+        out.held.clear()
+        every = {**rare, **common}
+        out.hits = _score(conn, user_id, every, counts, avg_len, limit, out.held, among=whole)
+        out.whole = len(out.hits) < limit
         return out
-    for mid, extra in _score(conn, user_id, common, avg_len, len(found), only=list(found)):
+    extras = _score(conn, user_id, common, counts, avg_len, len(found), out.held, only=list(found))
+    for mid, extra in extras:
         found[mid] += extra
     ranked = sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
     out.hits = ranked[:limit]
@@ -196,10 +226,12 @@ def _in_score_order(
     conn: Connection,
     user_id: str,
     weights: dict[str, float],
+    counts: dict[str, float],
     avg_len: float,
     need: int,
     on: Callable[[str], tuple[str, Sequence[object]]],
     complete: bool,
+    held: dict[str, Held],
 ) -> list[tuple[str, float]] | None:
     """The best `need` memories that pass, found by ranking unfiltered and checking the best
     in score order; None when too few of those read pass (the caller then ranks the passing
@@ -212,16 +244,16 @@ def _in_score_order(
     read, in the same statement, instead of a lookup per posting of the rare terms.
     """
     m = placeholder(conn)
-    ranked, params = _score_sql(conn, user_id, weights, avg_len, need * SCORE_ORDER_READ)
+    ranked, params = _score_sql(conn, user_id, weights, counts, avg_len, need * SCORE_ORDER_READ)
     cond, values = on("r.memory_id")
     sql = (
-        f"SELECT r.memory_id, r.score FROM ({ranked}) r WHERE {cond} "
-        f"ORDER BY r.score DESC, r.memory_id DESC LIMIT {m}"
+        f"SELECT r.memory_id, r.score, r.held_count, r.held_weight FROM ({ranked}) r "
+        f"WHERE {cond} ORDER BY r.score DESC, r.memory_id DESC LIMIT {m}"
     )
     rows = conn.exec_driver_sql(sql, (*params, *values, int(need))).all()
     if len(rows) < need and not complete:
         return None
-    return [(row[0], float(row[1])) for row in rows]
+    return _hits(rows, held)
 
 
 def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> float:
@@ -232,6 +264,9 @@ def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> 
     ids = [mid for mid, _ in ranking.hits[:top]]
     if total <= 0 or not ids:
         return 0.0
+    if all(mid in ranking.held for mid in ids):
+        # Read by the statements that scored the hits: no round trip.
+        return min(1.0, max(ranking.held[mid].weight for mid in ids) / total)
     held = _held(conn, user_id, ranking, ids)
     return max(sum(ranking.weights.get(t, 0.0) for t in found) / total for found in held.values())
 
@@ -245,10 +280,18 @@ def shares(
     total = sum(ranking.counts.values())
     if total <= 0 or not ids:
         return {mid: 0.0 for mid in ids}
-    held = _held(conn, user_id, ranking, ids)
-    return {
-        mid: sum(ranking.counts.get(t, 0) for t in found) / total for mid, found in held.items()
-    }
+    out = {mid: min(1.0, ranking.held[mid].count / total) for mid in ids if mid in ranking.held}
+    # A memory the scoring statements did not read holds no query term when every memory that
+    # holds one was read (ranking.whole); otherwise it is looked up.
+    rest = [mid for mid in ids if mid not in out]
+    if ranking.whole:
+        return out | {mid: 0.0 for mid in rest}
+    if rest:
+        held = _held(conn, user_id, ranking, rest)
+        out |= {
+            mid: sum(ranking.counts.get(t, 0) for t in found) / total for mid, found in held.items()
+        }
+    return {mid: out[mid] for mid in ids}
 
 
 def _held(
@@ -286,28 +329,46 @@ def _score(
     conn: Connection,
     user_id: str,
     weights: dict[str, float],
+    counts: dict[str, float],
     avg_len: float,
     limit: int,
+    held: dict[str, Held],
     only: list[str] | None = None,
     among: Among | None = None,
 ) -> list[tuple[str, float]]:
     """Sum BM25 over the user's postings for the weighted terms, in SQL (of these memories
-    only, and of those that meet `among`, when given)."""
-    sql, params = _score_sql(conn, user_id, weights, avg_len, limit, only, among)
-    rows = conn.exec_driver_sql(sql, params).all()
-    return [(row[0], float(row[1])) for row in rows]
+    only, and of those that meet `among`, when given); what each hit holds of the query is
+    added to `held`."""
+    sql, params = _score_sql(conn, user_id, weights, counts, avg_len, limit, only, among)
+    return _hits(conn.exec_driver_sql(sql, params).all(), held)
+
+
+def _hits(rows: Sequence[Sequence[object]], held: dict[str, Held]) -> list[tuple[str, float]]:
+    """A scoring statement's (memory_id, score) hits; what each holds is added to `held` (a
+    memory scored by two statements, rare terms then common, holds both parts)."""
+    hits = []
+    for row in rows:
+        mid = str(row[0])
+        mine = held.setdefault(mid, Held())
+        mine.count += float(row[2])  # type: ignore[arg-type]
+        mine.weight += float(row[3])  # type: ignore[arg-type]
+        hits.append((mid, float(row[1])))  # type: ignore[arg-type]
+    return hits
 
 
 def _score_sql(
     conn: Connection,
     user_id: str,
     weights: dict[str, float],
+    counts: dict[str, float],
     avg_len: float,
     limit: int,
     only: list[str] | None = None,
     among: Among | None = None,
 ) -> tuple[str, tuple[object, ...]]:
-    """_score()'s statement and its values: memory_id and score, best first."""
+    """_score()'s statement and its values: memory_id, score, and the count and weight of the
+    query's terms the memory holds (`counts`: each stored form's count in the query), best
+    first."""
     m = placeholder(conn)
     params: list[object] = []
     cases = []
@@ -320,6 +381,15 @@ def _score_sql(
     for term, weight in weights.items():
         cases.append(f"WHEN {m} THEN {_double(weight)}")
         params.append(term)
+    # The same terms again, for what a memory holds of the query: a memory has one posting per
+    # term, so summing per posting counts each term it holds once (its share; issue 41's
+    # scores), read here rather than by a statement of its own after the ranking.
+    held = []
+    for term in weights:
+        held.append(f"WHEN {m} THEN {_double(counts.get(term, 1.0))}")
+        params.append(term)
+    weighted = " ".join(cases)
+    params += list(weights)
     real = _double(avg_len)
     params += [user_id, *weights]
     where = ""
@@ -345,9 +415,11 @@ def _score_sql(
     # One statement: the CASE maps each term to its weight, and each term is one index range.
     sql = f"""
         SELECT {hint}memory_id, ROUND(SUM(
-            (CASE term {" ".join(cases)} ELSE 0e0 END)
+            (CASE term {weighted} ELSE 0e0 END)
             * tf * {K1 + 1}e0 / (tf + {K1}e0 * ({1 - B}e0 + {B}e0 * doc_len / {real}))
-        ), 9) AS score
+        ), 9) AS score,
+        SUM(CASE term {" ".join(held)} ELSE 0e0 END) AS held_count,
+        SUM(CASE term {weighted} ELSE 0e0 END) AS held_weight
         FROM {source}
         WHERE user_id = {m} AND term IN ({_marks(conn, len(weights))}) {where}
         GROUP BY memory_id
