@@ -144,3 +144,42 @@ def test_without_semantic_search_the_hints_are_by_words_alone(service):
     _save(service, headers, "I'm vegetarian.")
     r = _save(service, headers, "The user doesn't eat meat.")
     assert r.status_code == 201 and r.json()["similar"] == []
+
+
+def test_the_vector_a_save_made_for_its_hints_is_stored_without_embedding_again(
+    make_service, monkeypatch
+):
+    """The worker stores the vector a save's hints made of the same text, and asks the model
+    only for a memory with no such vector kept (as when another process saved it)."""
+    import numpy as np
+
+    from memory_bank.app import state_of
+    from memory_bank.domain import vector_jobs
+    from memory_bank.store import vectors
+
+    service = make_service(embeddings="local:all-MiniLM-L6-v2", embeddings_worker=False)
+    headers = service.auth()
+    semantic = state_of(service.app).semantic
+    provider = semantic.provider
+    asked: list[str] = []
+    embed = provider.embed
+
+    def counted(texts):
+        asked.extend(texts)
+        return embed(texts)
+
+    monkeypatch.setattr(provider, "embed", counted)
+    texts = ["The user doesn't eat meat.", "Leo has football on Saturdays"]
+    ids = [_save(service, headers, text).json()["memory"]["id"] for text in texts]
+    assert asked == texts  # each save's hints embedded its text
+    assert semantic.made.take(texts[1]) is not None  # as if another process had saved it
+    while vector_jobs.drain_once(service.db, semantic):
+        pass
+    assert asked == [*texts, texts[1]]  # the worker asked only for the second again
+    with service.engine.connect() as conn:
+        owner = conn.execute(sa.select(memory.c.user_id).where(memory.c.id == ids[0])).scalar()
+        stored = {v.memory_id: v.vector for v in vectors.load(conn, owner, semantic.model)}
+    assert set(stored) == set(ids)
+    for mid, text in zip(ids, texts, strict=True):
+        fresh = np.asarray(embed([text])[0], dtype=np.float32)
+        assert np.allclose(np.frombuffer(stored[mid], dtype=np.float32), fresh, atol=1e-5), text

@@ -10,9 +10,11 @@ never used.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -32,6 +34,40 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memory_bank.embeddings")
 T = TypeVar("T")
+# Vectors a save made for its hints, kept for the worker that embeds the same memory next (see
+# Made); a few hundred: the saves of the last seconds, about 3 KiB each at 768 dimensions.
+MADE_KEPT = 256
+
+
+class Made:
+    """The vectors of memory texts this process embedded for a save's hints, by the text's
+    digest, so the outbox worker stores that vector instead of asking the model again (the
+    same text through the same provider: the same vector). Bounded, oldest dropped first; a
+    vector is handed out once."""
+
+    def __init__(self, capacity: int = MADE_KEPT) -> None:
+        self._capacity = capacity
+        self._kept: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        # A digest, not the text: what a memory says stays only where it is stored.
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def keep(self, text: str, vector: np.ndarray) -> None:
+        """Keep the vector made for this text."""
+        key = self._key(text)
+        with self._lock:
+            self._kept[key] = vector
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._capacity:
+                self._kept.popitem(last=False)
+
+    def take(self, text: str) -> np.ndarray | None:
+        """The vector kept for this text, if any (no longer kept after)."""
+        with self._lock:
+            return self._kept.pop(self._key(text), None)
 
 
 class Pending:
@@ -103,6 +139,7 @@ class Semantic:
         self._down = False
         # Set when a save queued work, so the worker need not wait for its next poll.
         self.wake = threading.Event()
+        self.made = Made()
         self._released = False
 
     @property
@@ -138,14 +175,23 @@ class Semantic:
             return f"embeddings {self.model}: ready"
         return self._preparation.status()
 
-    def begin(self, text: str) -> Pending | None:
+    def begin(self, text: str, keep: bool = False) -> Pending | None:
         """Start embedding the query now; the returned Pending waits for it and gives the
         vector, or None when the provider fails or misses the deadline counted from now (so a
         search can rank lexically meanwhile). None at once while the model is not ready: the
-        search is lexical, with nothing to wait for."""
+        search is lexical, with nothing to wait for. keep: the text is a memory's, as the
+        worker will embed it; its vector is kept for the worker (made), even past the
+        deadline."""
         if not self.ready:
             return None
         future = self._pool.submit(self.provider.embed, [text])
+        if keep:
+
+            def kept(done: Future[np.ndarray]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self.made.keep(text, done.result()[0])
+
+            future.add_done_callback(kept)
         return Pending(self, future, time.monotonic() + self.deadline)
 
     def _finish(self, future: Future[Any], until: float, whole: bool = False) -> Any:

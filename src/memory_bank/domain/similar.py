@@ -72,8 +72,9 @@ def hints(
     by meaning when its vector can be made in time), most alike first."""
     pending = None
     if semantic is not None and calibration.fitted(semantic.model):
-        # Embedded on the search's threads while BM25 ranks here.
-        pending = semantic.begin(embed_text(content, snippets))
+        # Embedded on the search's threads while BM25 ranks here; the vector is kept for the
+        # outbox worker, which would otherwise embed the same text again.
+        pending = semantic.begin(embed_text(content, snippets), keep=True)
     alike: dict[str, float] = {}
     with db.reading() as conn:
         found = ranked(conn, owner, content, CANDIDATES)

@@ -140,18 +140,27 @@ def _release(db: Database, token: str, jobs: dict[str, list[vectors.Job]]) -> No
 
 
 def _embed(semantic: Semantic, found: list[documents.Document]) -> dict[str, bytes]:
-    """The memories' vectors as float32 bytes. A batch the provider refuses as such (not an
-    outage) is sent one memory at a time, and a memory it refuses alone is left without a
+    """The memories' vectors as float32 bytes (a vector a save's hints made of the same text is
+    taken as it is). A batch the provider refuses as such (not an outage) is sent one memory
+    at a time, and a memory it refuses alone is left without a
     vector (found lexically), so one bad memory cannot block the queue behind it."""
     texts = [embed_text(s.content, s.snippets) for s in found]
+    out: dict[str, bytes] = {}
+    # A save's hints may have embedded the very text already (Semantic.made).
+    for source, text in zip(found, texts, strict=True):
+        kept = semantic.made.take(text)
+        if kept is not None:
+            out[source.id] = kept.tobytes()
+    rest = [(s, t) for s, t in zip(found, texts, strict=True) if s.id not in out]
+    if not rest:
+        return out
     try:
-        made = semantic.provider.embed(texts)
-        return {s.id: made[i].tobytes() for i, s in enumerate(found)}
+        made = semantic.provider.embed([t for _, t in rest])
+        return out | {s.id: made[i].tobytes() for i, (s, _) in enumerate(rest)}
     except Exception as exc:
         if getattr(exc, "retryable", True):
             raise  # an outage: the worker backs off and the jobs wait
-    out: dict[str, bytes] = {}
-    for source, text in zip(found, texts, strict=True):
+    for source, text in rest:
         try:
             out[source.id] = semantic.provider.embed([text])[0].tobytes()
         except Exception as exc:
