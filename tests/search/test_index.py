@@ -73,8 +73,8 @@ def test_what_the_scoring_reads_of_each_hit_is_what_a_statement_reads(
         if among is not None and not in_order:
             among = replace(among, on=None)
         held_some = 0
-        for query, limit in QUERIES:
-            ranking = index.rank(conn, "alice", query, limit, None, among)
+        for (query, limit), weighted in [(q, w) for q in QUERIES for w in (False, True)]:
+            ranking = index.rank(conn, "alice", query, limit, None, among, weighted=weighted)
             ids = [mid for mid, _ in ranking.hits]
             # Memories the ranking did not return too (a hybrid answer holds such): looked up
             # unless the ranking read every memory holding a query term.
@@ -95,7 +95,7 @@ def test_a_ranked_search_reads_the_shares_without_a_statement_of_its_own(service
         seen.append(statement)
 
     with service.db.reading() as conn:
-        ranking = index.rank(conn, "alice", "harbour lantern", 10)
+        ranking = index.rank(conn, "alice", "harbour lantern", 10, weighted=True)
         sa.event.listen(conn, "before_cursor_execute", count)
         try:
             shares = index.shares(conn, "alice", ranking, [mid for mid, _ in ranking.hits])

@@ -199,7 +199,7 @@ def _candidates(
     for owner in owners:
         forms = data_keys.sealer(conn, owner).term_forms
         among = filters.restriction(conn, owner, only)
-        ranking = search_index.rank(conn, owner, query, n, forms, among)
+        ranking = search_index.rank(conn, owner, query, n, forms, among, weighted=True)
         found[owner] = (ranking, search_index.coverage(conn, owner, ranking))
     return found
 

@@ -67,6 +67,18 @@ class Ranking:
     whole: bool = False
 
 
+@dataclass(frozen=True)
+class Reads:
+    """What the scoring statements read of each hit besides its score, and where it goes: the
+    count of the query's terms it holds (`counts`: each stored form's count in the query; None:
+    every term once, so a count of postings), their summed weight when `weighted` (coverage()
+    needs it; a lexical search does not)."""
+
+    held: dict[str, Held]
+    counts: dict[str, float] | None
+    weighted: bool
+
+
 @dataclass
 class Held:
     """What one memory holds of a query: its terms counted as the query counts them, and their
@@ -74,6 +86,7 @@ class Held:
 
     count: float = 0.0
     weight: float = 0.0
+    weighed: bool = False  # whether weight was read (Reads.weighted)
 
 
 def search(
@@ -103,8 +116,10 @@ def rank(
     limit: int,
     forms: Callable[[str], Sequence[str]] | None = None,
     among: Among | None = None,
+    weighted: bool = False,
 ) -> Ranking:
-    """search(), with the query terms' weights kept for coverage()."""
+    """search(), with the query terms' weights kept for coverage() (which reads no statement of
+    its own for the first hits when `weighted`) and what each hit holds of them for shares()."""
     out = Ranking()
     query_terms = Counter(terms(query, query=True))
     if not query_terms:
@@ -159,35 +174,29 @@ def rank(
         if ids is not None:
             # Few memories pass: rank exactly those, by every term, looked up by id.
             every = _as_stored({**rare, **common}, stored)
-            counts = _as_stored(dict(out.counts), stored)
-            out.hits = (
-                _score(conn, user_id, every, counts, avg_len, limit, out.held, only=ids)
-                if ids
-                else []
-            )
+            reads = _reads(out, weighted)
+            out.hits = _score(conn, user_id, every, reads, avg_len, limit, only=ids) if ids else []
             out.whole = len(out.hits) < limit
             return out
     rare, common = _as_stored(rare, stored), _as_stored(common, stored)
-    counts = _as_stored(dict(out.counts), stored)
+    reads = _reads(out, weighted)
     # What the rarer terms must yield: the hits, or the candidates the common terms add to.
     need = max(CANDIDATES, limit) if common else limit
     best = None
     if among is not None and among.on is not None and _broad(among, n_docs):
         # At most `read` memories hold a rare term: no more, and the ranked list is complete.
         complete = read <= need * SCORE_ORDER_READ
-        best = _in_score_order(
-            conn, user_id, rare, counts, avg_len, need, among.on, complete, out.held
-        )
+        best = _in_score_order(conn, user_id, rare, reads, avg_len, need, among.on, complete)
     if not common:
         if best is None:
-            best = _score(conn, user_id, rare, counts, avg_len, limit, out.held, among=among)
+            best = _score(conn, user_id, rare, reads, avg_len, limit, among=among)
         out.hits = best
         out.whole = len(best) < limit
         return out
     # Past the budget, the commonest terms (lowest idf) only add to the best candidates of the
     # rarer ones, so a search's cost follows its rare terms, not the user's most common words.
     if best is None:
-        best = _score(conn, user_id, rare, counts, avg_len, need, out.held, among=among)
+        best = _score(conn, user_id, rare, reads, avg_len, need, among=among)
     found = dict(best)
     if among is not None and len(found) < limit:
         # Fewer of the rarer terms' memories pass than were asked for: rank those that pass by
@@ -197,10 +206,10 @@ def rank(
         whole = replace(among, sql=among.members or among.sql)
         out.held.clear()
         every = {**rare, **common}
-        out.hits = _score(conn, user_id, every, counts, avg_len, limit, out.held, among=whole)
+        out.hits = _score(conn, user_id, every, reads, avg_len, limit, among=whole)
         out.whole = len(out.hits) < limit
         return out
-    extras = _score(conn, user_id, common, counts, avg_len, len(found), out.held, only=list(found))
+    extras = _score(conn, user_id, common, reads, avg_len, len(found), only=list(found))
     for mid, extra in extras:
         found[mid] += extra
     ranked = sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
@@ -226,12 +235,11 @@ def _in_score_order(
     conn: Connection,
     user_id: str,
     weights: dict[str, float],
-    counts: dict[str, float],
+    reads: Reads,
     avg_len: float,
     need: int,
     on: Callable[[str], tuple[str, Sequence[object]]],
     complete: bool,
-    held: dict[str, Held],
 ) -> list[tuple[str, float]] | None:
     """The best `need` memories that pass, found by ranking unfiltered and checking the best
     in score order; None when too few of those read pass (the caller then ranks the passing
@@ -244,7 +252,7 @@ def _in_score_order(
     read, in the same statement, instead of a lookup per posting of the rare terms.
     """
     m = placeholder(conn)
-    ranked, params = _score_sql(conn, user_id, weights, counts, avg_len, need * SCORE_ORDER_READ)
+    ranked, params = _score_sql(conn, user_id, weights, reads, avg_len, need * SCORE_ORDER_READ)
     cond, values = on("r.memory_id")
     sql = (
         f"SELECT r.memory_id, r.score, r.held_count, r.held_weight FROM ({ranked}) r "
@@ -253,7 +261,7 @@ def _in_score_order(
     rows = conn.exec_driver_sql(sql, (*params, *values, int(need))).all()
     if len(rows) < need and not complete:
         return None
-    return _hits(rows, held)
+    return _hits(rows, reads.held, reads.weighted)
 
 
 def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> float:
@@ -264,7 +272,7 @@ def coverage(conn: Connection, user_id: str, ranking: Ranking, top: int = 3) -> 
     ids = [mid for mid, _ in ranking.hits[:top]]
     if total <= 0 or not ids:
         return 0.0
-    if all(mid in ranking.held for mid in ids):
+    if all(mid in ranking.held and ranking.held[mid].weighed for mid in ids):
         # Read by the statements that scored the hits: no round trip.
         return min(1.0, max(ranking.held[mid].weight for mid in ids) / total)
     held = _held(conn, user_id, ranking, ids)
@@ -329,21 +337,30 @@ def _score(
     conn: Connection,
     user_id: str,
     weights: dict[str, float],
-    counts: dict[str, float],
+    reads: Reads,
     avg_len: float,
     limit: int,
-    held: dict[str, Held],
     only: list[str] | None = None,
     among: Among | None = None,
 ) -> list[tuple[str, float]]:
     """Sum BM25 over the user's postings for the weighted terms, in SQL (of these memories
     only, and of those that meet `among`, when given); what each hit holds of the query is
-    added to `held`."""
-    sql, params = _score_sql(conn, user_id, weights, counts, avg_len, limit, only, among)
-    return _hits(conn.exec_driver_sql(sql, params).all(), held)
+    added to reads.held."""
+    sql, params = _score_sql(conn, user_id, weights, reads, avg_len, limit, only, among)
+    return _hits(conn.exec_driver_sql(sql, params).all(), reads.held, reads.weighted)
 
 
-def _hits(rows: Sequence[Sequence[object]], held: dict[str, Held]) -> list[tuple[str, float]]:
+def _reads(ranking: Ranking, weighted: bool) -> Reads:
+    """What the scoring statements of this ranking read of each hit, into ranking.held."""
+    counts = None
+    if any(n != 1 for n in ranking.counts.values()):
+        counts = _as_stored({t: float(n) for t, n in ranking.counts.items()}, ranking.stored)
+    return Reads(ranking.held, counts, weighted)
+
+
+def _hits(
+    rows: Sequence[Sequence[object]], held: dict[str, Held], weighed: bool = True
+) -> list[tuple[str, float]]:
     """A scoring statement's (memory_id, score) hits; what each holds is added to `held` (a
     memory scored by two statements, rare terms then common, holds both parts)."""
     hits = []
@@ -352,6 +369,7 @@ def _hits(rows: Sequence[Sequence[object]], held: dict[str, Held]) -> list[tuple
         mine = held.setdefault(mid, Held())
         mine.count += float(row[2])  # type: ignore[arg-type]
         mine.weight += float(row[3])  # type: ignore[arg-type]
+        mine.weighed = weighed
         hits.append((mid, float(row[1])))  # type: ignore[arg-type]
     return hits
 
@@ -360,14 +378,14 @@ def _score_sql(
     conn: Connection,
     user_id: str,
     weights: dict[str, float],
-    counts: dict[str, float],
+    reads: Reads,
     avg_len: float,
     limit: int,
     only: list[str] | None = None,
     among: Among | None = None,
 ) -> tuple[str, tuple[object, ...]]:
     """_score()'s statement and its values: memory_id, score, and the count and weight of the
-    query's terms the memory holds (`counts`: each stored form's count in the query), best
+    query's terms the memory holds (as `reads` asks: a weight of 0 when not weighted), best
     first."""
     m = placeholder(conn)
     params: list[object] = []
@@ -381,15 +399,19 @@ def _score_sql(
     for term, weight in weights.items():
         cases.append(f"WHEN {m} THEN {_double(weight)}")
         params.append(term)
-    # The same terms again, for what a memory holds of the query: a memory has one posting per
-    # term, so summing per posting counts each term it holds once (its share; issue 41's
-    # scores), read here rather than by a statement of its own after the ranking.
-    held = []
-    for term in weights:
-        held.append(f"WHEN {m} THEN {_double(counts.get(term, 1.0))}")
-        params.append(term)
+    # What a memory holds of the query, read here rather than by a statement of its own after
+    # the ranking: a memory has one posting per term, so a count of its postings counts the
+    # query's terms it holds (the share its score reads), each as often as the query has it.
     weighted = " ".join(cases)
-    params += list(weights)
+    held_count = "COUNT(*)"
+    if reads.counts is not None:
+        counted = " ".join(f"WHEN {m} THEN {_double(reads.counts.get(t, 1.0))}" for t in weights)
+        held_count = f"SUM(CASE term {counted} ELSE 0e0 END)"
+        params += list(weights)
+    held_weight = "0e0"
+    if reads.weighted:
+        held_weight = f"SUM(CASE term {weighted} ELSE 0e0 END)"
+        params += list(weights)
     real = _double(avg_len)
     params += [user_id, *weights]
     where = ""
@@ -418,8 +440,7 @@ def _score_sql(
             (CASE term {weighted} ELSE 0e0 END)
             * tf * {K1 + 1}e0 / (tf + {K1}e0 * ({1 - B}e0 + {B}e0 * doc_len / {real}))
         ), 9) AS score,
-        SUM(CASE term {" ".join(held)} ELSE 0e0 END) AS held_count,
-        SUM(CASE term {weighted} ELSE 0e0 END) AS held_weight
+        {held_count} AS held_count, {held_weight} AS held_weight
         FROM {source}
         WHERE user_id = {m} AND term IN ({_marks(conn, len(weights))}) {where}
         GROUP BY memory_id
