@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
-from memory_bank.mcp.ranking import tuning
+from memory_bank.mcp.ranking import nearest, tuning
 from memory_bank.mcp.ranking.blend import Embedder, closeness, scale_by_meaning
 from memory_bank.mcp.ranking.capability_index import (
     Index,
@@ -58,8 +58,16 @@ def answer(
     manifest: Manifest, query: str, limit: int = 3, embedder: Embedder | None = None
 ) -> Answer:
     """What a phrase asks for among a manifest's capabilities and other operations; with an
-    embedder, an English phrase is also ranked by meaning (module docstring)."""
-    return _unframed(manifest, query, limit, embedder, FRAMES)[0]
+    embedder, an English phrase is also ranked by meaning (module docstring); the rules' scores
+    then meet the phrase's nearest examples (nearest.py)."""
+    index = index_of(manifest)
+    found = _unframed(manifest, query, len(index.capabilities), embedder, FRAMES)[0]
+    scores = nearest.blended(manifest, query, {c.name: s for c, s in found.ranked})
+    by_name = {c.name: c for c in index.capabilities}
+    order = {c.name: i for i, c in enumerate(index.capabilities)}
+    names = sorted((n for n, s in scores.items() if s > 0), key=lambda n: (-scores[n], order[n]))
+    ranked = tuple((by_name[n], round(scores[n], 3)) for n in names[:limit])
+    return Answer(ranked, found.declined, found.kept)
 
 
 # How many frames may stand before a request ("Thought: user mentioned X -> update ...").
