@@ -91,8 +91,9 @@ class Nearest:
     def closeness(
         self, text: str, languages: tuple[str, ...] = lexicon.CODES, best_of: int = 1
     ) -> dict[str, float]:
-        """Each capability's closeness to a phrase in these languages: the mean cosine of its
-        best few texts (one text alike by chance says less than several)."""
+        """Each capability's closeness to a phrase in these languages: half its best text's
+        cosine, half the mean of its best few (one text alike by chance says less than
+        several, but a phrase that is one of its examples is that capability's)."""
         part = self.part(languages)
         found: dict[str, list[float]] = {name: [] for name in self.names}
         for name, cosine in zip(part.owners, part.cosines(grams(text)), strict=True):
@@ -100,7 +101,7 @@ class Nearest:
         out = {}
         for name, cosines in found.items():
             best = sorted(cosines, reverse=True)[:best_of]
-            out[name] = sum(best) / len(best) if best else 0.0
+            out[name] = (best[0] + sum(best) / len(best)) / 2 if best else 0.0
         return out
 
 
@@ -132,8 +133,8 @@ def forget() -> None:
 
 def blended(manifest: Manifest, query: str, scores: dict[str, float]) -> dict[str, float]:
     """The rules' scores with the phrase's closeness to each capability's nearest examples
-    added, on the rules' scale: (1 - w) * score + w * best * closeness. Nothing is added to a
-    phrase the rules found nothing for (grammar alone, or a save declined)."""
+    added, on the rules' scale (w * the best score * closeness, the rules' share 1 - w).
+    Nothing is added to a phrase the rules found nothing for (grammar alone, a save declined)."""
     best = max(scores.values(), default=0.0)
     if best <= 0:
         return scores

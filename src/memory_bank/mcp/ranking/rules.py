@@ -52,6 +52,9 @@ class Answer:
     declined: Capability | None = None
     # A negated "forget" read as a save.
     kept: bool = False
+    # The phrase's shape, not its words, chose the first capability (a correction, a question,
+    # a negation...): the nearest examples do not move it.
+    shaped: bool = False
 
 
 def answer(
@@ -63,13 +66,19 @@ def answer(
     index = index_of(manifest)
     found = _unframed(manifest, query, len(index.capabilities), embedder, FRAMES)[0]
     scores = nearest.blended(manifest, query, {c.name: s for c, s in found.ranked})
+    if found.shaped:
+        # What the shape chose stays first: the examples are words, they read no negation,
+        # correction or question.
+        scores[found.ranked[0][0].name] = max(scores.values()) + SHAPE_LEAD
     by_name = {c.name: c for c in index.capabilities}
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     names = sorted((n for n, s in scores.items() if s > 0), key=lambda n: (-scores[n], order[n]))
     ranked = tuple((by_name[n], round(scores[n], 3)) for n in names[:limit])
-    return Answer(ranked, found.declined, found.kept)
+    return Answer(ranked, found.declined, found.kept, found.shaped)
 
 
+# What the shape's choice leads the rest by after the blend (any lead: it only orders).
+SHAPE_LEAD = 0.001
 # How many frames may stand before a request ("Thought: user mentioned X -> update ...").
 FRAMES = 3
 
@@ -162,6 +171,8 @@ def _answer(
     ]
     covered = sum(index.known(w) for w in request) / len(request) if request else 1.0
     scores = {name: value * covered**0.75 for name, value in scores.items()}
+    # The capability the words alone put first, before the shape's rules.
+    worded = max(scores, key=lambda name: scores[name])
     # A question mostly in the user's own words asks what is known about them: "what time is
     # my dentist appointment?", "who owns the billing service?".
     # Not one about a memory in view: "what did that note say at first?".
@@ -325,7 +336,8 @@ def _answer(
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
-    return Answer(tuple(ranked[:limit]), declined, kept), named
+    shaped = kept or bool(ranked) and ranked[0][0].name != worded
+    return Answer(tuple(ranked[:limit]), declined, kept, shaped), named
 
 
 def rank(
