@@ -61,8 +61,12 @@ def answer(
     manifest: Manifest, query: str, limit: int = 3, embedder: Embedder | None = None
 ) -> Answer:
     """What a phrase asks for among a manifest's capabilities and other operations; with an
-    embedder, an English phrase is also ranked by meaning (module docstring); the rules' scores
-    then meet the phrase's nearest examples (nearest.py)."""
+    embedder, an English phrase is also ranked by meaning (module docstring); with
+    NEAREST_WEIGHT above 0, the rules' scores then meet the phrase's nearest examples
+    (nearest.py)."""
+    if not nearest.NEAREST_WEIGHT:
+        # The rules alone (tuning.json says why the blend is off).
+        return _unframed(manifest, query, limit, embedder, FRAMES)[0]
     index = index_of(manifest)
     found = _unframed(manifest, query, len(index.capabilities), embedder, FRAMES)[0]
     scores = nearest.blended(manifest, query, {c.name: s for c, s in found.ranked})
