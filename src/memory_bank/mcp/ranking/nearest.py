@@ -134,10 +134,11 @@ def forget() -> None:
 def blended(manifest: Manifest, query: str, scores: dict[str, float]) -> dict[str, float]:
     """The rules' scores with the phrase's closeness to each capability's nearest examples
     added, on the rules' scale (w * the best score * closeness, the rules' share 1 - w).
-    Nothing is added to a phrase the rules found nothing for (grammar alone, a save declined)."""
+    Nothing is added to a phrase the rules found nothing for (grammar alone, a save declined),
+    nor with the weight 0."""
     best = max(scores.values(), default=0.0)
-    if best <= 0:
-        return scores
+    if best <= 0 or not NEAREST_WEIGHT:
+        return scores  # off (tuning.json): no index is made
     index = index_of(manifest)
     near = nearest_of(manifest).closeness(query, index.detect(query), int(NEAREST_BEST_OF))
     weight = NEAREST_WEIGHT

@@ -340,7 +340,7 @@ def _answer(
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
-    shaped = kept or bool(ranked) and ranked[0][0].name != worded
+    shaped = kept or (bool(ranked) and ranked[0][0].name != worded)
     return Answer(tuple(ranked[:limit]), declined, kept, shaped), named
 
 

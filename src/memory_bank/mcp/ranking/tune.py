@@ -46,9 +46,7 @@ def measure(name: str, candidate: float) -> Counter[str]:
     from memory_bank.mcp.ranking import blend, capability_index, nearest, rules
 
     modules = {"capability_index": capability_index, "rules": rules, "blend": blend}
-    module = {**modules, "nearest": nearest}[
-        tuning.constants()[name]["read_by"]
-    ]
+    module = {**modules, "nearest": nearest}[tuning.constants()[name]["read_by"]]
     saved = getattr(module, name)
     setattr(module, name, candidate)
     capability_index.forget_indexes()  # the index's weights are read when it is made
