@@ -106,15 +106,13 @@ class Nearest:
 
 
 def of_index(index: Index) -> Nearest:
-    """The nearest-example index of an index's capabilities, each example in the language its
-    words tell (as Index.spoken has them)."""
-    examples = {text for capability in index.capabilities for text in capability.examples}
-    texts = []
-    for capability in index.capabilities:
-        for text in capability_texts(capability):
-            found = index.detect(text) if text in examples else ()
-            texts.append((capability.name, found[0] if len(found) == 1 else COMMON, text))
-    return Nearest(texts)
+    """The nearest-example index of an index's capabilities, each example in the language the
+    index told it to be in."""
+    return Nearest(
+        (capability.name, index.language_of.get(text, COMMON), text)
+        for capability in index.capabilities
+        for text in capability_texts(capability)
+    )
 
 
 # A process has one manifest; tests make a few more.
