@@ -8,9 +8,14 @@ import json
 import pytest
 
 from memory_bank.mcp import manifest
-from memory_bank.mcp.ranking import blend, capability_index, rules, tune, tuning
+from memory_bank.mcp.ranking import blend, capability_index, nearest, rules, tune, tuning
 
-MODULES = {"capability_index": capability_index, "rules": rules, "blend": blend}
+MODULES = {
+    "capability_index": capability_index,
+    "rules": rules,
+    "blend": blend,
+    "nearest": nearest,
+}
 
 
 def test_every_constant_is_read_from_the_data_by_the_module_it_names():

@@ -80,6 +80,8 @@ class Index:
         # binding, and an example no language's words tell): a phrase meets those of its own
         # language and the common ones, so a language added to the spec moves no other's score.
         self.spoken: dict[str, dict[str, dict[str, float]]] = {}
+        # The language each text was told to be in ("" for none): the nearest examples read it.
+        self.language_of: dict[str, str] = {}
         examples = {text for capability in capabilities for text in capability.examples}
         for capability in capabilities:
             profile: dict[str, float] = {}
@@ -87,7 +89,9 @@ class Index:
             for text in capability_texts(capability):
                 shape = parse(text)
                 found = self.detect(text) if text in examples else ()
-                part = spoken.setdefault(found[0] if len(found) == 1 else "", {})
+                code = found[0] if len(found) == 1 else ""
+                self.language_of[text] = code
+                part = spoken.setdefault(code, {})
                 # A negated clause says what the example does by what it refuses: it is
                 # matched against a phrase's negated clauses only.
                 refused = frozenset(i for i, c in enumerate(shape.clauses) if c.negated)

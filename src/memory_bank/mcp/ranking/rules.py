@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
-from memory_bank.mcp.ranking import tuning
+from memory_bank.mcp.ranking import nearest, tuning
 from memory_bank.mcp.ranking.blend import Embedder, closeness, scale_by_meaning
 from memory_bank.mcp.ranking.capability_index import (
     Index,
@@ -52,16 +52,37 @@ class Answer:
     declined: Capability | None = None
     # A negated "forget" read as a save.
     kept: bool = False
+    # The phrase's shape, not its words, chose the first capability (a correction, a question,
+    # a negation...): the nearest examples do not move it.
+    shaped: bool = False
 
 
 def answer(
     manifest: Manifest, query: str, limit: int = 3, embedder: Embedder | None = None
 ) -> Answer:
     """What a phrase asks for among a manifest's capabilities and other operations; with an
-    embedder, an English phrase is also ranked by meaning (module docstring)."""
-    return _unframed(manifest, query, limit, embedder, FRAMES)[0]
+    embedder, an English phrase is also ranked by meaning (module docstring); with
+    NEAREST_WEIGHT above 0, the rules' scores then meet the phrase's nearest examples
+    (nearest.py)."""
+    if not nearest.NEAREST_WEIGHT:
+        # The rules alone (tuning.json says why the blend is off).
+        return _unframed(manifest, query, limit, embedder, FRAMES)[0]
+    index = index_of(manifest)
+    found = _unframed(manifest, query, len(index.capabilities), embedder, FRAMES)[0]
+    scores = nearest.blended(manifest, query, {c.name: s for c, s in found.ranked})
+    if found.shaped:
+        # What the shape chose stays first: the examples are words, they read no negation,
+        # correction or question.
+        scores[found.ranked[0][0].name] = max(scores.values()) + SHAPE_LEAD
+    by_name = {c.name: c for c in index.capabilities}
+    order = {c.name: i for i, c in enumerate(index.capabilities)}
+    names = sorted((n for n, s in scores.items() if s > 0), key=lambda n: (-scores[n], order[n]))
+    ranked = tuple((by_name[n], round(scores[n], 3)) for n in names[:limit])
+    return Answer(ranked, found.declined, found.kept, found.shaped)
 
 
+# What the shape's choice leads the rest by after the blend (any lead: it only orders).
+SHAPE_LEAD = 0.001
 # How many frames may stand before a request ("Thought: user mentioned X -> update ...").
 FRAMES = 3
 
@@ -154,6 +175,8 @@ def _answer(
     ]
     covered = sum(index.known(w) for w in request) / len(request) if request else 1.0
     scores = {name: value * covered**0.75 for name, value in scores.items()}
+    # The capability the words alone put first, before the shape's rules.
+    worded = max(scores, key=lambda name: scores[name])
     # A question mostly in the user's own words asks what is known about them: "what time is
     # my dentist appointment?", "who owns the billing service?".
     # Not one about a memory in view: "what did that note say at first?".
@@ -317,7 +340,8 @@ def _answer(
     ranked = [(by_name[n], round(s, 3)) for n, s in scores.items() if s > 0]
     order = {c.name: i for i, c in enumerate(index.capabilities)}
     ranked.sort(key=lambda pair: (-pair[1], order[pair[0].name]))
-    return Answer(tuple(ranked[:limit]), declined, kept), named
+    shaped = kept or (bool(ranked) and ranked[0][0].name != worded)
+    return Answer(tuple(ranked[:limit]), declined, kept, shaped), named
 
 
 def rank(
