@@ -39,7 +39,7 @@ def test_a_search_is_as_many_statements_as_docs_search_md_says(service):
     finally:
         sa.event.remove(service.engine, "before_cursor_execute", record)
     assert mode == "lexical" and len(found) == 2
-    # Statistics and document frequencies, the BM25 ranking, the query terms each hit holds
-    # (its score), the hits, their contexts.
+    # Statistics and document frequencies, the BM25 ranking (with the query terms each hit
+    # holds, its score), the hits, their contexts.
     own = [s for s in statements if s.split()[0].upper() not in FRAMING]
     assert len(own) == WORDS[stated.group(1)], own
