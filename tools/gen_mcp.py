@@ -43,6 +43,7 @@ NEGATIONS = ("negation", "no_save", "negation_trap")
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt")
 # The sets written before tuning, split into a tune and a held-out half, newest first.
 HELD_OUT_SETS = (
+    "phrasings_l.json",
     "phrasings_k.json",
     "phrasings_j.json",
     "phrasings_i.json",
