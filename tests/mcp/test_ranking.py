@@ -54,10 +54,11 @@ D_FLOORS = {
 # were not looked at). Measured once, at the end of that pass: 58/69 = 0.84 overall (0.70
 # before it), en 25/30, de 11/13, fr 11/13, es 11/13, non-English 33/39, negations 10/14; each
 # floor is one miss below. The issue's 0.90 overall is not reached; its 0.75 for the other
-# languages is, and is asserted as such.
+# languages is, and is asserted as such. Measured again once at the end of issue 43's second
+# pass (its examples, the blend off): 58/69, en 26/30, de 10/13, fr 11/13, es 11/13; en raised.
 E_FLOORS = {
     "all": 57 / 69,
-    "en": 24 / 30,
+    "en": 25 / 30,
     "de": 10 / 13,
     "fr": 10 / 13,
     "es": 10 / 13,
@@ -98,15 +99,34 @@ J_FLOORS = {
 # transcripts, tickets, slang, corrections stated as facts, terse intents; committed alone,
 # measured once untuned: 41/72, en 18/32, de 4/8, fr 3/8, es 4/8, it 6/8, pt 6/8, negations
 # 6/13; then tuned on its other half and measured once at the end: 43/72, en 20/32, de 4/8,
-# fr 3/8, es 4/8, it 6/8, pt 6/8, negations 7/13); each floor is one miss below.
+# fr 3/8, es 4/8, it 6/8, pt 6/8, negations 7/13); each floor is one miss below. Measured
+# again once at the end of issue 43's second pass (the examples it added, the blend off): 44/72,
+# en 21/32, de 4/8, fr 3/8, es 4/8, it 6/8, pt 6/8, negations 6/13; floors raised only.
 K_FLOORS = {
-    "all": 42 / 72,
-    "en": 19 / 32,
+    "all": 43 / 72,
+    "en": 20 / 32,
     "de": 3 / 8,
     "fr": 2 / 8,
     "es": 3 / 8,
     "it": 5 / 8,
     "pt": 5 / 8,
+    "negations": 6 / 13,
+}
+# Floors on the held-out half of phrasings_l.json (written blind from the operations' names,
+# summaries and descriptions, in voices no set had: elderly, non-native, typos, code-switching,
+# rambling, one word, a manager delegating, hypothetical; committed alone before any
+# measurement; its tune half tuned on, its holdout texts and results never looked at). Measured
+# once untuned: 38/72; then once at the end of issue 43's second pass (the examples it added,
+# the nearest blend off, lexical): 40/72, en 22/32, de 2/8, fr 3/8, es 4/8, it 5/8, pt 4/8,
+# negations 7/13; each floor is one miss below (de's is one below its 2/8).
+L_FLOORS = {
+    "all": 39 / 72,
+    "en": 21 / 32,
+    "de": 1 / 8,
+    "fr": 2 / 8,
+    "es": 3 / 8,
+    "it": 4 / 8,
+    "pt": 3 / 8,
     "negations": 6 / 13,
 }
 # Floors on phrasings_j_nl.json, Dutch held out whole (its words and examples added as data,
@@ -295,6 +315,7 @@ def test_rank_1_on_the_fifth_set_held_out_in_four_languages():
 @pytest.mark.parametrize(
     ("name", "floors", "count"),
     [
+        ("phrasings_l.json", L_FLOORS, 72),
         ("phrasings_k.json", K_FLOORS, 72),
         ("phrasings_j.json", J_FLOORS, 43),
         ("phrasings_j_nl.json", NL_FLOORS, 16),

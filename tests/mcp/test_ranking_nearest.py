@@ -113,3 +113,13 @@ def test_the_index_is_made_quickly():
     near = nearest.of_index(capability_index.index_of(manifest.load()))
     near.closeness("remember that I'm vegan", ("en",))
     assert time.perf_counter() - started < 2.0
+
+
+def test_what_the_user_hands_over_can_count_less_than_the_request(monkeypatch):
+    index = capability_index.index_of(manifest.load())
+    monkeypatch.setattr(nearest, "NEAREST_CLAUSE", 0.5)
+    weights = nearest.request_weights(index, 'remember this: the "spare keys" are at reception')
+    assert weights["spare"] == weights["keys"] == weights["reception"] == 0.5
+    assert "remember" not in weights
+    monkeypatch.setattr(nearest, "NEAREST_CLAUSE", 1.0)
+    assert nearest.request_weights(index, "remember this: the keys are at reception") == {}

@@ -5,6 +5,7 @@ and the rules' scores blended with it (NEAREST_WEIGHT; 0, off, as tuning.json sa
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -19,6 +20,8 @@ from memory_bank.mcp.ranking.phrase import SLOT, tokens
 # `python -m memory_bank.mcp.ranking.tune` measures a value.
 NEAREST_WEIGHT = tuning.value("NEAREST_WEIGHT")
 NEAREST_BEST_OF = tuning.value("NEAREST_BEST_OF")
+NEAREST_CONTENT = tuning.value("NEAREST_CONTENT")
+NEAREST_CLAUSE = tuning.value("NEAREST_CLAUSE")
 
 # The language of a capability's title, summary and binding, and of an example no language's
 # words tell: compared with every phrase.
@@ -54,17 +57,25 @@ class _Part:
             for gram, value in self.vector(found).items():
                 self.postings.setdefault(gram, []).append((row, value))
 
-    def vector(self, found: Counter[str]) -> dict[str, float]:
-        """A unit TF-IDF vector (a gram's count counts by its log), grams no text has left out:
-        the user's own words change no text's closeness relative to another's."""
-        out = {g: (1 + math.log(n)) * self.idf[g] for g, n in found.items() if g in self.idf}
+    def vector(
+        self, found: Counter[str], weights: dict[str, float] | None = None
+    ) -> dict[str, float]:
+        """A unit TF-IDF vector (a gram's count counts by its log, times its weight when
+        given), grams no text has left out: the user's own words change no text's closeness
+        relative to another's."""
+        weights = weights or {}
+        out = {
+            g: (1 + math.log(n)) * self.idf[g] * weights.get(g, 1.0)
+            for g, n in found.items()
+            if g in self.idf
+        }
         norm = math.sqrt(sum(v * v for v in out.values()))
         return {g: v / norm for g, v in out.items()} if norm else {}
 
-    def cosines(self, found: Counter[str]) -> list[float]:
-        """Each text's cosine with a phrase's grams."""
+    def cosines(self, found: Counter[str], weights: dict[str, float] | None = None) -> list[float]:
+        """Each text's cosine with a phrase's grams (weighted)."""
         sums = [0.0] * len(self.owners)
-        for gram, value in self.vector(found).items():
+        for gram, value in self.vector(found, weights).items():
             for row, weight in self.postings[gram]:
                 sums[row] += value * weight
         return sums
@@ -89,14 +100,27 @@ class Nearest:
         return self._parts[key]
 
     def closeness(
-        self, text: str, languages: tuple[str, ...] = lexicon.CODES, best_of: int = 1
+        self,
+        text: str,
+        languages: tuple[str, ...] = lexicon.CODES,
+        best_of: int = 1,
+        weight_of: dict[str, float] | None = None,
     ) -> dict[str, float]:
         """Each capability's closeness to a phrase in these languages: half its best text's
         cosine, half the mean of its best few (one text alike by chance says less than
-        several, but a phrase that is one of its examples is that capability's)."""
+        several, but a phrase that is one of its examples is that capability's). weight_of:
+        what a word's grams count (1 for a word not in it; a gram in several words counts by
+        the most of theirs)."""
         part = self.part(languages)
+        weights: dict[str, float] | None = None
+        if weight_of:
+            weights = {}
+            for word in tokens(text):
+                for gram in grams(word):
+                    weights[gram] = max(weights.get(gram, 0.0), weight_of.get(word, 1.0))
         found: dict[str, list[float]] = {name: [] for name in self.names}
-        for name, cosine in zip(part.owners, part.cosines(grams(text)), strict=True):
+        cosines = part.cosines(grams(text), weights)
+        for name, cosine in zip(part.owners, cosines, strict=True):
             found[name].append(cosine)
         out = {}
         for name, cosines in found.items():
@@ -113,6 +137,31 @@ def of_index(index: Index) -> Nearest:
         for capability in index.capabilities
         for text in capability_texts(capability)
     )
+
+
+def request_weights(index: Index, query: str) -> dict[str, float]:
+    """What each word of a phrase counts for its closeness to the examples: the request, not
+    what the user hands over. A word no capability's text in any language uses (the user's
+    own subject) counts NEAREST_CONTENT; a word after the first colon or inside quotes
+    NEAREST_CLAUSE (the examples put their placeholder there); the rest 1. Punctuation, the
+    languages' words and the spec's texts tell which is which: no language is named here."""
+    weights: dict[str, float] = {}
+    if NEAREST_CONTENT == 1 and NEAREST_CLAUSE == 1:
+        return weights  # the whole phrase (tuning.json says why)
+    handed = " ".join(_HANDED.findall(query))
+    head, colon, tail = query.partition(":")
+    if colon and tokens(head):
+        handed += " " + tail
+    for word in tokens(handed):
+        weights[word] = min(weights.get(word, 1.0), NEAREST_CLAUSE)
+    for word in tokens(query):
+        if word != SLOT and not index.known(word):
+            weights[word] = min(weights.get(word, 1.0), NEAREST_CONTENT)
+    return weights
+
+
+# Quoted words: what the user hands over ("…", «…», '…' between spaces).
+_HANDED = re.compile(r'"[^"]*"|“[^”]*”|«[^»]*»|„[^“”]*[“”]|(?<!\w)\'[^\']*\'(?!\w)')
 
 
 # A process has one manifest; tests make a few more.
@@ -133,7 +182,9 @@ def blended(manifest: Manifest, query: str, scores: dict[str, float]) -> dict[st
     if best <= 0 or not NEAREST_WEIGHT:
         return scores  # off (tuning.json): no index is made
     index = index_of(manifest)
-    near = nearest_of(manifest).closeness(query, index.detect(query), int(NEAREST_BEST_OF))
+    near = nearest_of(manifest).closeness(
+        query, index.detect(query), int(NEAREST_BEST_OF), request_weights(index, query)
+    )
     weight = NEAREST_WEIGHT
     return {
         name: (1 - weight) * scores.get(name, 0.0) + weight * best * value
