@@ -367,8 +367,15 @@ def levels(qs: Sequence[Question], model: str) -> None:
 
     def scored(beta: np.ndarray, features: Features) -> Ranker:
         blend = shipped.BLEND
+        # figures() ranks each question several times per floor: once is enough.
+        memo: dict[tuple[int, int], list[tuple[str, float]]] = {}
 
         def rank(q: Question, limit: int) -> list[tuple[str, float]]:
+            if (id(q), limit) not in memo:
+                memo[id(q), limit] = ranked(q, limit)
+            return memo[id(q), limit]
+
+        def ranked(q: Question, limit: int) -> list[tuple[str, float]]:
             fused = shipped.fuse(
                 q.lexical[: blend.candidates],
                 _dense(q, blend.candidates),
