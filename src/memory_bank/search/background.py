@@ -20,8 +20,12 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    # numpy comes with semantic search only (domain/semantic.py): a lexical server that reads
+    # the calibration never loads it.
+    import numpy as np
 
 HERE = Path(__file__).parent
 TEXTS = HERE / "background.json"
@@ -55,6 +59,8 @@ def texts() -> list[str]:
 @cache
 def vectors(model: str) -> np.ndarray | None:
     """The model's background vectors as float32 rows (None: none shipped for it)."""
+    import numpy as np
+
     path = vectors_file(model)
     if not path.is_file():
         return None
@@ -64,6 +70,8 @@ def vectors(model: str) -> np.ndarray | None:
 def level(model: str, query: np.ndarray) -> Level | None:
     """The query's level among the background for this model (None: it has no background, or
     the vector is not of its size)."""
+    import numpy as np
+
     rows = vectors(model)
     if rows is None or rows.shape[1] != query.shape[-1]:
         return None
