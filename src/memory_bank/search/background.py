@@ -76,6 +76,6 @@ def level(model: str, query: np.ndarray) -> Level | None:
     if rows is None or rows.shape[1] != query.shape[-1]:
         return None
     # einsum, not a BLAS product, as in search/dense.py: on a busy server BLAS's own threads
-    # made this 0.04 ms product take 10 ms at p95.
+    # made this small product hundreds of times slower at p95 (docs/search.md).
     cos = np.einsum("ij,j->i", rows, query.reshape(-1).astype(np.float32))
     return Level(float(cos.mean()), float(cos.std()))
