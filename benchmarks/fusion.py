@@ -64,6 +64,8 @@ class Question:
     # The share of the query's terms each lexical candidate holds (search.index.shares).
     shares: dict[str, float] = field(default_factory=dict)
     coverage_terms: float = 0.0  # the largest share among the best 3 BM25 hits
+    # The query's unit vector (float32), for evidence that reads the query alone.
+    vector: np.ndarray | None = None
 
 
 @dataclass
@@ -279,7 +281,8 @@ def build(
                 coverage = index.coverage(conn, user, ranking)
                 held = index.shares(conn, user, ranking, [m for m, _ in ranking.hits])
                 ids, rows = matrices[user]
-                cos = rows @ provider.embed([question])[0]
+                asked_vector = provider.embed([question])[0]
+                cos = rows @ asked_vector
                 kept = {m for m in ids if not (drop and label[m].startswith(drop))}
                 questions.append(
                     Question(
@@ -294,6 +297,7 @@ def build(
                         question,
                         {label[m]: v for m, v in held.items() if m in kept},
                         max((held[m] for m, _ in ranking.hits[:3]), default=0.0),
+                        asked_vector,
                     )
                 )
         engine.dispose()

@@ -7,9 +7,12 @@ asked of another conversation's user) is ranked in-process with the server's ind
 fusion code. Split by fixed rules: LoCoMo conv-26, conv-30, conv-41 and the paraphrase sets'
 tuning pairs tune, the rest is held out; the written questions tune at even index.
 
-`--fit` fits the model's relevance models (search/calibration.py) and the default floor on the
-tuning half and writes them to src/memory_bank/search/calibration.json (the ranking's order
-curves and the hint thresholds are kept); then, or on its own, the floor table is printed for
+`--fit` fits the model's relevance models (search/calibration.py: over the cosine alone, and
+read against the query's level among the shipped background, search/background.py, when the
+model has one) and the default floor on the tuning half and writes them to
+src/memory_bank/search/calibration.json (the ranking's order curves and the hint thresholds are
+kept); `--levels` compares ways of reading the cosine against that background on the tuning
+half; then, or on its own, the floor table is printed for
 the held-out half, or with `--half tune` for the tuning half (abstention: share of
 unanswerable questions answered with no result in the default hybrid mode; paraphrase hit@5
 and LoCoMo recall@10 with the floor; ROC AUC of the top result's score at min_score=0,
@@ -59,6 +62,20 @@ def half(label: str) -> bool:
     return zlib.crc32(label.encode()) % 2 == 0
 
 
+_LEVELS: dict[tuple[int, str], Any] = {}
+
+
+def level(q: Question, model: str) -> Any:
+    """The question's level among the model's shipped background (search/background.py; None
+    without one)."""
+    from memory_bank.search import background
+
+    key = (id(q), model)
+    if key not in _LEVELS:
+        _LEVELS[key] = None if q.vector is None else background.level(model, q.vector)
+    return _LEVELS[key]
+
+
 def ranker(
     mode: str, cal: Any, vectors: Callable[[str], bool] | None = None, blend: Any = None
 ) -> Ranker:
@@ -74,8 +91,9 @@ def ranker(
         if mode == "lexical":
             return descending((m, cal.lexical(q.shares.get(m, 0.0))) for m, _ in q.lexical[:limit])
         dense = _dense(q, blend.candidates, vectors)
+        at = level(q, cal.model) if cal.leveled else None
         if mode == "semantic":
-            return [(m, cal.semantic(c)) for m, c in dense[:limit]]
+            return [(m, cal.meaning(c, at)) for m, c in dense[:limit]]
         cosine = q.cosine if vectors is None else {m: c for m, c in q.cosine.items() if vectors(m)}
         fused = shipped.fuse(
             q.lexical[: blend.candidates],
@@ -87,7 +105,7 @@ def ranker(
             cal,
             blend.lexical_scale,
         )
-        return shipped.relevance(fused, cosine, q.shares, cal)
+        return shipped.relevance(fused, cosine, q.shares, cal, at)
 
     return rank
 
@@ -131,18 +149,39 @@ def logistic(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
 
 
 JOINT = ("cosine", "share", "share_squared")
+# The leveled models' features (search/calibration.Against), semantic then hybrid.
+AGAINST = ("cosine", "standing", "spread")
+AGAINST_JOINT = (*AGAINST, "share", "share_squared")
+Features = Callable[[Question, float, float], list[float]]
+
+
+def plain(q: Question, cosine: float, share: float) -> list[float]:
+    """JOINT's features of a result."""
+    return [cosine, share, share * share]
+
+
+def against(model: str, hybrid: bool = True) -> Features:
+    """AGAINST_JOINT's features of a result (AGAINST's, hybrid False) for this model."""
+
+    def features(q: Question, cosine: float, share: float) -> list[float]:
+        at = level(q, model)
+        out = [cosine, at.standing(cosine), at.spread]
+        return [*out, share, share * share] if hybrid else out
+
+    return features
 
 
 def evidence(
-    qs: Sequence[Question], mode: str, model: str
+    qs: Sequence[Question], mode: str, model: str, features: Features | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The evidence of what a true answer looks like against what nothing relevant looks like:
     each tuning question's answers among its first SHOWN results in this mode (label 1), and
     those first SHOWN results of each question nobody saved an answer for (label 0). The other
     results of answerable questions are left out: nobody judged them. Features: the share of
     the query's terms (lexical), the cosine (semantic), or JOINT's (hybrid, results with a
-    vector). Weights: each label holds half the total, and within the answers the paraphrase
-    sets hold as much as LoCoMo (its many word-sharing answers must not set the scale alone)."""
+    vector), or those `features` computes of a result (semantic or hybrid). Weights: each label
+    holds half the total, and within the answers the paraphrase sets hold as much as LoCoMo (its
+    many word-sharing answers must not set the scale alone)."""
     from memory_bank.search import calibration
     from memory_bank.search import fusion as shipped
 
@@ -152,7 +191,7 @@ def evidence(
         if mode == "lexical":
             shown = [(m, [q.shares.get(m, 0.0)]) for m, _ in q.lexical[:SHOWN]]
         elif mode == "semantic":
-            shown = [(m, [c]) for m, c in _dense(q, SHOWN)]
+            shown = [(m, features(q, c, 0.0) if features else [c]) for m, c in _dense(q, SHOWN)]
         else:
             blend = shipped.BLEND
             fused = shipped.fuse(
@@ -166,12 +205,11 @@ def evidence(
             )
             shown = []
             for m, _ in fused:
-                c, sh = q.cosine[m], q.shares.get(m, 0.0)
-                shown.append((m, [c, sh, sh * sh]))
-        for m, features in shown:
+                shown.append((m, (features or plain)(q, q.cosine[m], q.shares.get(m, 0.0))))
+        for m, row in shown:
             if q.expected and m not in q.expected:
                 continue
-            xs.append(features)
+            xs.append(row)
             ys.append(1.0 if m in q.expected else 0.0)
             group.append("none" if not q.expected else q.kind == "locomo")
     weights = np.zeros(len(xs))
@@ -193,11 +231,25 @@ def fit(qs: Sequence[Question], model: str) -> dict[str, Any]:
         out[mode] = {"slope": round(float(slope), 4), "offset": round(float(offset), 4)}
     x, y, w = evidence(tune, "hybrid", model)
     beta = logistic(x, y, w)
-    out["hybrid"] = {
-        **{name: round(float(b), 4) for name, b in zip(JOINT, beta, strict=False)},
+    out["hybrid"] = _named(JOINT, beta)
+    from memory_bank.search import background
+
+    name = MODELS[model]
+    if background.vectors(name) is not None:
+        leveled = {}
+        for mode, names, hybrid in (("semantic", AGAINST, False), ("hybrid", AGAINST_JOINT, True)):
+            x, y, w = evidence(tune, mode, model, against(name, hybrid))
+            leveled[mode] = _named(names, logistic(x, y, w))
+        out["background"] = leveled
+    return out
+
+
+def _named(names: Sequence[str], beta: np.ndarray) -> dict[str, float]:
+    """A fitted model's coefficients by feature name, then its offset, rounded."""
+    return {
+        **{name: round(float(b), 4) for name, b in zip(names, beta, strict=False)},
         "offset": round(float(beta[-1]), 4),
     }
-    return out
 
 
 def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
@@ -264,6 +316,102 @@ def choose_floor(qs: Sequence[Question], rank: Ranker) -> float:
     return best
 
 
+def _statistics(q: Question, model: str) -> dict[str, float]:
+    """The question's cosines to the model's background summed up several ways."""
+    from memory_bank.search import background
+
+    rows = background.vectors(model)
+    assert rows is not None and q.vector is not None
+    cos = np.sort(rows @ q.vector.astype(np.float32))[::-1]
+    return {
+        "top 5": float(cos[:5].mean()),
+        "top 20": float(cos[:20].mean()),
+        "top 50": float(cos[:50].mean()),
+        "95th percentile": float(np.quantile(cos, 0.95)),
+        "max": float(cos[0]),
+        "mean": float(cos.mean()),
+        "spread": float(cos.std()),
+    }
+
+
+def levels(qs: Sequence[Question], model: str) -> None:
+    """Ways of reading the cosine against the query's background compared on the tuning half:
+    each hybrid relevance model fitted there, the floor chosen by choose_floor, the figures at
+    that floor and at 0.2 (the ranking is the shipped one throughout)."""
+    from memory_bank.search import calibration
+    from memory_bank.search import fusion as shipped
+    from memory_bank.search.calibration import descending
+
+    name = MODELS[model]
+    cal = calibration.for_model(name)
+    stats = {id(q): _statistics(q, name) for q in qs}
+
+    def minus(stat: str) -> Features:
+        return lambda q, c, sh: [c - stats[id(q)][stat], sh, sh * sh]
+
+    def beside(stat: str) -> Features:
+        return lambda q, c, sh: [c, sh, sh * sh, stats[id(q)][stat]]
+
+    def standing(q: Question, c: float, sh: float) -> list[float]:
+        return [(c - stats[id(q)]["mean"]) / stats[id(q)]["spread"], sh, sh * sh]
+
+    variants: dict[str, Features] = {"cosine alone (shipped before)": plain}
+    for stat in ("top 5", "top 20", "top 50", "95th percentile", "max"):
+        variants[f"cosine - {stat}"] = minus(stat)
+        variants[f"cosine, {stat}"] = beside(stat)
+    variants["standing alone"] = standing
+    variants["cosine, mean, spread"] = lambda q, c, sh: [
+        c, sh, sh * sh, stats[id(q)]["mean"], stats[id(q)]["spread"]
+    ]  # fmt: skip
+    variants["cosine, standing, spread (chosen)"] = against(name)
+
+    def scored(beta: np.ndarray, features: Features) -> Ranker:
+        blend = shipped.BLEND
+        # figures() ranks each question several times per floor: once is enough.
+        memo: dict[tuple[int, int], list[tuple[str, float]]] = {}
+
+        def rank(q: Question, limit: int) -> list[tuple[str, float]]:
+            if (id(q), limit) not in memo:
+                memo[id(q), limit] = ranked(q, limit)
+            return memo[id(q), limit]
+
+        def ranked(q: Question, limit: int) -> list[tuple[str, float]]:
+            fused = shipped.fuse(
+                q.lexical[: blend.candidates],
+                _dense(q, blend.candidates),
+                q.cosine,
+                blend.dense_weight(q.coverage),
+                limit,
+                q.attainable,
+                cal,
+            )
+            x = np.array([[*features(q, q.cosine[m], q.shares.get(m, 0.0)), 1.0] for m, _ in fused])
+            p = 1 / (1 + np.exp(-np.clip(x @ beta, -60, 60))) if len(x) else []
+            return descending((m, float(v)) for (m, _), v in zip(fused, p, strict=True))
+
+        return rank
+
+    tune = [q for q in qs if q.tune]
+    print(f"{model}, tuning half: hybrid relevance models over the query's background level")
+    print("| evidence | floor | abstention | hit@5 | R@10 | AUC | at 0.2: abstention | hit@5 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = {}
+    for label, features in variants.items():
+        x, y, w = evidence(tune, "hybrid", model, features)
+        rank = scored(logistic(x, y, w), features)
+        floor = choose_floor(qs, rank)
+        f, at = figures(tune, rank, floor), figures(tune, rank, 0.2)
+        rows[label] = {"floor": floor, "chosen floor": f, "floor 0.2": at}
+        print(
+            f"| {label} | {floor:g} | {f['abstention']:.3f} | {f['hit@5']:.3f} | "
+            f"{f['recall@10']:.3f} | {f['auc']:.3f} | {at['abstention']:.3f} | {at['hit@5']:.3f} |",
+            flush=True,
+        )
+    out = RESULTS / f"trust-levels-{model}.json"
+    out.write_text(json.dumps({"model": model, "half": "tune", "rows": rows}, indent=2) + "\n")
+    print(f"written {out.relative_to(common.REPO)}")
+
+
 def load(model: str, cache: Path | None) -> list[Question]:
     """The questions with their candidates, from the cache when it is there."""
     if cache and cache.exists():
@@ -310,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--grid", action="store_true", help="sweep the blend on the tuning half")
     parser.add_argument(
+        "--levels",
+        action="store_true",
+        help="compare readings of the query's background level on the tuning half",
+    )
+    parser.add_argument(
         "--half",
         choices=("held-out", "tune"),
         default="held-out",
@@ -322,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
     name = MODELS[args.model]
     if args.grid:
         grid(qs, calibration.for_model(name))
+        return 0
+    if args.levels:
+        levels(qs, args.model)
         return 0
     if args.fit:
         stored = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {"models": {}}

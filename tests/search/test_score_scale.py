@@ -2,10 +2,10 @@
 the second paraphrase set, each mode's best memory for the question scores within 0.05 of what
 it scores when it is one of just two memories (the packaged MiniLM), for at least 20 questions.
 
-The scores read nothing of the owner's other memories (search/calibration.py): the cosine, the
-share of the query's terms a memory holds, and in hybrid mode the query's coverage, the largest
-share among its best three BM25 hits. BM25's idf and length normalisation, which do depend on
-the other memories, only rank."""
+The scores read nothing of the owner's other memories (search/calibration.py): the cosine, read
+against the query's level among the fixed background sentences shipped with the package
+(search/background.py), and the share of the query's terms a memory holds. BM25's idf and length
+normalisation and the query's coverage, which do depend on the other memories, only rank."""
 
 from __future__ import annotations
 

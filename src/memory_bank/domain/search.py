@@ -13,7 +13,7 @@ from memory_bank.domain import acl, filters
 from memory_bank.domain.filters import NONE, Filters
 from memory_bank.domain.memories import shape
 from memory_bank.domain.semantic import Semantic
-from memory_bank.search import calibration, fusion
+from memory_bank.search import background, calibration, fusion
 from memory_bank.search import index as search_index
 from memory_bank.search.merge import merged
 from memory_bank.store import memories as store
@@ -85,7 +85,12 @@ def find(
                 hits = _lexical(conn, owners, query, limit, only, cal)
         else:
             used = wanted
-            hits = _semantic(conn, owners, limit, wanted, matrices, scored[1], rankings, only, cal)
+            # The query's level among the fixed background sentences: read by the scores, never
+            # by the ranking (search/background.py).
+            level = background.level(semantic.model, scored[0]) if cal.leveled else None
+            hits = _semantic(
+                conn, owners, limit, wanted, matrices, scored[1], rankings, only, cal, level
+            )
         floor = given if given is not None else (cal.floor if used != "lexical" else 0.0)
         hits = _above(hits, floor)
         found = _rows(conn, owners, hits)
@@ -214,6 +219,7 @@ def _semantic(
     rankings: dict[str, tuple[search_index.Ranking, float]],
     only: Filters,
     cal: calibration.Calibration,
+    level: background.Level | None = None,
 ) -> list[tuple[str, str, float]]:
     """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
     owner's vectors that pass the filters, from their cosines with the query (products); only
@@ -239,7 +245,7 @@ def _semantic(
                 cosine[(owner, mid)] = float(scores[row])
     if mode == "semantic":
         dense.sort(key=lambda item: (item[1], item[0][1]), reverse=True)
-        return [(o, mid, cal.semantic(s)) for (o, mid), s in dense[:limit]]
+        return [(o, mid, cal.meaning(s, level)) for (o, mid), s in dense[:limit]]
     cosine.update(dense)
     weight = blend.dense_weight(coverage)
     # BM25 is read against what the query could score, not against its best hit (fusion.py).
@@ -251,5 +257,5 @@ def _semantic(
         mine = [mid for (o, mid), _ in fused if o == owner]
         held = search_index.shares(conn, owner, ranking, mine)
         shares |= {(owner, mid): held[mid] for mid in mine}
-    scored = fusion.relevance(fused, cosine, shares, cal)
+    scored = fusion.relevance(fused, cosine, shares, cal, level)
     return [(o, mid, s) for (o, mid), s in scored]

@@ -4,8 +4,16 @@ Each mode's score is a logistic model over evidence that reads nothing of the ow
 memories, so the same memory and query score alike whatever else the owner holds:
 
 - lexical: the share of the query's terms the memory holds (search/index.shares);
-- semantic: the cosine of the model that made the vectors;
-- hybrid: both of those, fitted jointly (Joint).
+- semantic: the cosine of the model that made the vectors, read against the query's level
+  among a fixed background of sentences shipped with the package (search/background.py): how
+  many of the background's spreads the cosine stands above its mean, and that spread (Against);
+- hybrid: those and the share of the query's terms, fitted jointly (Against).
+
+A model without a shipped background is scored by the cosine alone (Curve; hybrid: Joint over
+the cosine and the share). The background is the same for every owner, so it answers what the
+owner's memories cannot be asked: whether this query scores high cosines with anything. On
+the tuning half it let the floor rise from 0.2 to 0.3 and still keep more paraphrase answers
+(docs/search.md).
 
 Measured on the tuning half (docs/search.md): a joint model that also reads the query's
 coverage (the largest share among its best three BM25 hits) separates answerable from
@@ -38,6 +46,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
+
+from memory_bank.search.background import Level
 
 DATA = Path(__file__).with_name("calibration.json")
 K = TypeVar("K")
@@ -80,6 +90,40 @@ class Joint:
 
 
 @dataclass(frozen=True)
+class Against:
+    """A relevance model that reads the cosine against the query's level among the fixed
+    background sentences (search/background.py): a logistic model over the cosine, its standing
+    (spreads above the background's mean), the background's spread, and for hybrid the share of
+    the query's terms and that share squared."""
+
+    cosine: float
+    standing: float
+    spread: float
+    offset: float
+    share: float = 0.0
+    share_squared: float = 0.0
+
+    def __call__(self, cosine: float, level: Level, share: float = 0.0) -> float:
+        """The relevance of a result with this cosine (and share) for a query at this level."""
+        z = (
+            self.cosine * cosine
+            + self.standing * level.standing(cosine)
+            + self.spread * level.spread
+            + self.share * share
+            + self.share_squared * share * share
+        )
+        return _logistic(z + self.offset)
+
+
+@dataclass(frozen=True)
+class Leveled:
+    """The semantic and hybrid relevance models of a model with a shipped background."""
+
+    semantic: Against
+    hybrid: Against
+
+
+@dataclass(frozen=True)
 class Order:
     """The curves the hybrid ranking places candidates by (search/fusion.fuse): the blend's
     value, and BM25 over the attainable score for a candidate without a vector. Fitted on 7
@@ -101,6 +145,21 @@ class Calibration:
     floor: float
     model: str  # the model these were fitted on ("" for the lexical curve alone)
     similar: float = 2.0
+    leveled: Leveled | None = None  # read against the query's level, when it has one
+
+    def meaning(self, cosine: float, level: Level | None) -> float:
+        """A semantic result's relevance: against the query's level when there is one (and
+        models for it), else the cosine's curve."""
+        if level is not None and self.leveled is not None:
+            return self.leveled.semantic(cosine, level)
+        return self.semantic(cosine)
+
+    def joint(self, cosine: float, share: float, level: Level | None) -> float:
+        """A hybrid result's relevance from its cosine and share of the query's terms: against
+        the query's level when there is one (and models for it), else the joint model."""
+        if level is not None and self.leveled is not None:
+            return self.leveled.hybrid(cosine, level, share)
+        return self.hybrid(cosine, share)
 
 
 def _curve(raw: dict[str, float]) -> Curve:
@@ -129,6 +188,7 @@ def for_model(model: str | None) -> Calibration:
     lexical, order, floor = stored["lexical"], stored["order"], stored["floor"]
     assert isinstance(lexical, dict) and isinstance(order, dict)
     assert isinstance(floor, float | int)
+    leveled = fitted.get("background") if known else None
     return Calibration(
         _curve(lexical),
         _curve(fitted["semantic"]),
@@ -137,6 +197,12 @@ def for_model(model: str | None) -> Calibration:
         float(floor) if model is None or known else 0.0,
         name if model is not None else "",
         float(fitted["similar"]) if known else 2.0,
+        Leveled(
+            Against(**{k: float(v) for k, v in leveled["semantic"].items()}),
+            Against(**{k: float(v) for k, v in leveled["hybrid"].items()}),
+        )
+        if leveled
+        else None,
     )
 
 

@@ -18,8 +18,9 @@ as a good one. The blend's value goes through the model's order curve (search/ca
 which places a candidate without a vector among those with one.
 
 The score is not the blend's: relevance() scores the ranked results with the model's joint
-relevance model, which separates answerable from unanswerable questions better than the blend
-does (docs/search.md), never rising down the list, so it keeps the blend's order.
+relevance model (read against the query's background level, search/background.py), which
+separates answerable from unanswerable questions better than the blend does (docs/search.md),
+never rising down the list, so it keeps the blend's order.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from memory_bank.search.background import Level
 from memory_bank.search.calibration import Calibration, descending, lexical_evidence
 
 K = TypeVar("K", bound=Hashable)
@@ -106,14 +108,16 @@ def relevance(
     cosine: Mapping[K, float],
     shares: Mapping[K, float],
     calibration: Calibration,
+    level: Level | None = None,
 ) -> list[tuple[K, float]]:
     """fuse()'s results in its order with their relevance: the joint model over each one's
-    cosine and share of the query's terms (search/index.shares), or the lexical curve over its
+    cosine and share of the query's terms (search/index.shares), read against the query's
+    background level when there is one (search/background.py), or the lexical curve over its
     share when it has no vector; each capped at the one ranked above it."""
     return descending(
         (
             k,
-            calibration.hybrid(cosine[k], shares.get(k, 0.0))
+            calibration.joint(cosine[k], shares.get(k, 0.0), level)
             if k in cosine
             else calibration.lexical(shares.get(k, 0.0)),
         )
