@@ -30,11 +30,12 @@ still queues its job, as in production). In each round each layout runs --calls 
 operation, the owners taking turns: save (POST /v1/memory), edit (PATCH of this round's saves,
 new content), search lexical and hybrid (GET /v1/memory/search, 2-3 words), list
 (GET /v1/memory), delete (DELETE of this round's saves: every round starts from the same data).
-Besides each call's time, what each batch cost, from the kernel's per-thread schedstat: the
-time this process, the head and the layout's backends ran on a core and the time their threads
-waited, runnable, for one (other jobs share the cores); the cores the rest of the machine kept
-busy meanwhile (/proc/stat); and the load average before each layout's turn. The CPU is what a
-layout costs whatever the load; the wait is what the machine's contention adds.
+Besides each call's time, what each batch cost: the time this process, the head and the
+layout's backends ran on a core (/proc/<pid>/stat, every thread they had, in clock ticks) and
+the time their threads alive throughout waited, runnable, for one (per-thread schedstat; other
+jobs share the cores); the cores the rest of the machine kept busy meanwhile (/proc/stat); and
+the load average before each layout's turn. The CPU is what a layout costs whatever the load;
+the wait is what the machine's contention adds.
 
 Results: benchmarks/results/spider.json (spider-no-hints.json with --similar-hints off, which
 tells what a save's hints cost); markdown tables on stdout (progress on stderr).
@@ -133,18 +134,26 @@ class Server:
     pid: int
 
 
-def _schedstat(pid: int) -> tuple[float, float]:
-    """Seconds a process's threads have run on a core, and waited runnable for one (the
-    kernel's schedstat, summed over the threads alive now)."""
-    ran = waited = 0
+def _cpu_seconds(pid: int) -> float:
+    """Seconds a process has run on a core, user and system, every thread it ever had
+    (/proc/<pid>/stat): a sum over the threads alive now loses the time of a thread that ended
+    meanwhile (a pool's or a closed connection's), which once made a batch's CPU negative."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    # The command name may hold spaces: fields are counted after its closing parenthesis.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _waits(pid: int) -> dict[str, float]:
+    """Seconds each thread of a process alive now has waited runnable for a core (schedstat)."""
+    found = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             fields = (task / "schedstat").read_text().split()
         except (FileNotFoundError, ProcessLookupError):
             continue  # the thread has just ended
-        ran += int(fields[0])
-        waited += int(fields[1])
-    return ran / 1e9, waited / 1e9
+        found[f"{pid}/{task.name}"] = int(fields[1]) / 1e9
+    return found
 
 
 def _machine_busy() -> float:
@@ -461,9 +470,14 @@ def _batch(call: Callable[[int], None], count: int, cluster: Cluster, backends: 
         "backends": [s.pid for s in cluster.backends[: max(backends, 1)]],
     }
 
-    def now() -> dict[str, tuple[float, float]]:
-        stats = {k: [_schedstat(pid) for pid in v] for k, v in pids.items()}
-        return {k: (sum(r for r, _ in v), sum(w for _, w in v)) for k, v in stats.items()}
+    def now() -> dict[str, tuple[float, dict[str, float]]]:
+        return {
+            k: (
+                sum(_cpu_seconds(pid) for pid in v),
+                {t: w for pid in v for t, w in _waits(pid).items()},
+            )
+            for k, v in pids.items()
+        }
 
     before, busy = now(), _machine_busy()
     took = []
@@ -474,7 +488,11 @@ def _batch(call: Callable[[int], None], count: int, cluster: Cluster, backends: 
     machine = _machine_busy() - busy
     after = now()
     cpu = {k: after[k][0] - before[k][0] for k in pids}
-    wait = {k: after[k][1] - before[k][1] for k in pids}
+    # Waits of the threads alive at both ends (a thread's own count is all there is to read).
+    wait = {
+        k: sum(w - before[k][1][t] for t, w in after[k][1].items() if t in before[k][1])
+        for k in pids
+    }
     return Batch(took, cpu, wait, machine)
 
 
