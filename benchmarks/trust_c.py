@@ -1,4 +1,4 @@
-"""A fresh trust check over HTTP: benchmarks/data/trust_c.json, written blind, never tuned on.
+"""Fresh trust checks over HTTP: benchmarks/data/trust_c.json and _d, written blind, not tuned on.
 
 One fictional user saves the set's 150 memories through the REST API of a server in its
 default settings (hybrid mode, the default floor) with the model told (`--model`, `local`
@@ -29,6 +29,9 @@ import common
 import locomo
 
 DATA = Path(__file__).resolve().parent / "data" / "trust_c.json"
+# A second set by another blind helper: another person, and half the English answerable
+# questions share one ordinary word with their answer (`shares_word`), as real questions do.
+SETS = {"c": DATA, "d": DATA.with_name("trust_d.json")}
 RESULTS = common.REPO / "benchmarks" / "results"
 FLOORS = (0.1, 0.2, 0.3, 0.4, 0.5)
 LIMIT = 10
@@ -56,9 +59,9 @@ def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
     return wins / (len(pos) * len(neg))
 
 
-def run(url: str, model: str) -> list[Asked]:
+def run(url: str, model: str, data_path: Path = DATA) -> list[Asked]:
     """Save the set for one user and ask every question both ways."""
-    data = json.loads(DATA.read_text())
+    data = json.loads(data_path.read_text())
     key = common.make_key(url, "trust-c")
     asked: list[Asked] = []
     with (
@@ -73,7 +76,11 @@ def run(url: str, model: str) -> list[Asked]:
             r.raise_for_status()
             ids[r.json()["memory"]["id"]] = m["id"]
         locomo.wait_for_embeddings(client)
-        questions = [(x, "answerable", set(x["answer"])) for x in data["answerable"]]
+        # An English question that shares a word with its answer is its own kind of answerable.
+        questions = [
+            (x, "answerable" + ("+word" if x.get("shares_word") else ""), set(x["answer"]))
+            for x in data["answerable"]
+        ]
         questions += [(x, x["kind"], set()) for x in data["unanswerable"]]
         for x, kind, answer in questions:
             base = {"q": x["q"], "limit": LIMIT}
@@ -95,8 +102,8 @@ def figures(asked: Sequence[Asked], floor: float | None) -> dict[str, float]:
             return a.floored
         return [m for m, s in a.ranked if s >= floor]
 
-    answerable = [a for a in asked if a.kind == "answerable"]
-    unanswerable = [a for a in asked if a.kind != "answerable"]
+    answerable = [a for a in asked if a.kind.startswith("answerable")]
+    unanswerable = [a for a in asked if not a.kind.startswith("answerable")]
     top = [a.ranked[0][1] if a.ranked else 0.0 for a in answerable]
     none = [a.ranked[0][1] if a.ranked else 0.0 for a in unanswerable]
     out = {
@@ -110,6 +117,9 @@ def figures(asked: Sequence[Asked], floor: float | None) -> dict[str, float]:
     for kind in sorted({a.kind for a in unanswerable}):
         part = [a for a in unanswerable if a.kind == kind]
         out[f"abstention {kind}"] = sum(not kept(a) for a in part) / len(part)
+    for kind in sorted({a.kind for a in answerable}):
+        mine = [a for a in answerable if a.kind == kind and a.lang == "en"]
+        out[f"hit@5 {kind}"] = sum(bool(a.answer & set(kept(a)[:5])) for a in mine) / len(mine)
     for lang in sorted({a.lang for a in asked}):
         mine = [a for a in answerable if a.lang == lang]
         out[f"hit@5 {lang}"] = sum(bool(a.answer & set(kept(a)[:5])) for a in mine) / len(mine)
@@ -124,13 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=["sqlite", "mariadb"], default="sqlite")
     parser.add_argument("--model", default="local", help="MEMORY_BANK_EMBEDDINGS (default local)")
     parser.add_argument("--label", default="", help="a name for the results file")
+    parser.add_argument("--set", choices=sorted(SETS), default="c", help="c: trust_c.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.engine == "sqlite":
             url = f"sqlite:///{tmp}/trust_c.db"
         else:
             url = common.create_database("mb_bench_trust_c", drop=True)
-        asked = run(url, args.model)
+        asked = run(url, args.model, SETS[args.set])
     from memory_bank.search import calibration
 
     default = calibration.for_model(None).floor
@@ -155,8 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, f in rows["all"].items():
         cells = [f"{f[f'hit@5 {x}']:.3f} / {f[f'abstention {x}']:.3f}" for x in LANGS]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if any(a.kind == "answerable+word" for a in asked):
+        print("\nhit@5, English questions sharing one word with their answer / sharing none:")
+        for name, f in rows["all"].items():
+            print(f"| {name} | {f['hit@5 answerable+word']:.3f} | {f['hit@5 answerable']:.3f} |")
     RESULTS.mkdir(exist_ok=True)
-    name = f"trust-c-{args.engine}{'-' + args.label if args.label else ''}.json"
+    name = f"trust-{args.set}-{args.engine}{'-' + args.label if args.label else ''}.json"
     (RESULTS / name).write_text(
         json.dumps(
             {
