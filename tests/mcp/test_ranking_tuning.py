@@ -8,13 +8,14 @@ import json
 import pytest
 
 from memory_bank.mcp import manifest
-from memory_bank.mcp.ranking import blend, capability_index, nearest, rules, tune, tuning
+from memory_bank.mcp.ranking import blend, capability_index, learned, nearest, rules, tune, tuning
 
 MODULES = {
     "capability_index": capability_index,
     "rules": rules,
     "blend": blend,
     "nearest": nearest,
+    "learned": learned,
 }
 
 

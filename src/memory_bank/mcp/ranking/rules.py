@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from memory_bank.mcp import language, lexicon
 from memory_bank.mcp.manifest import Capability, Manifest
-from memory_bank.mcp.ranking import nearest, tuning
+from memory_bank.mcp.ranking import learned, nearest, tuning
 from memory_bank.mcp.ranking.blend import Embedder, closeness, scale_by_meaning
 from memory_bank.mcp.ranking.capability_index import (
     Index,
@@ -63,13 +63,15 @@ def answer(
     """What a phrase asks for among a manifest's capabilities and other operations; with an
     embedder, an English phrase is also ranked by meaning (module docstring); with
     NEAREST_WEIGHT above 0, the rules' scores then meet the phrase's nearest examples
-    (nearest.py)."""
-    if not nearest.NEAREST_WEIGHT:
-        # The rules alone (tuning.json says why the blend is off).
+    (nearest.py), and with LEARNED_WEIGHT above 0 the learned model's probabilities
+    (learned.py)."""
+    if not nearest.NEAREST_WEIGHT and not learned.LEARNED_WEIGHT:
+        # The rules alone (tuning.json says why the blends are off).
         return _unframed(manifest, query, limit, embedder, FRAMES)[0]
     index = index_of(manifest)
     found = _unframed(manifest, query, len(index.capabilities), embedder, FRAMES)[0]
     scores = nearest.blended(manifest, query, {c.name: s for c, s in found.ranked})
+    scores = learned.blended(manifest, query, scores)
     if found.shaped:
         # What the shape chose stays first: the examples are words, they read no negation,
         # correction or question.

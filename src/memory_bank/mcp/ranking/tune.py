@@ -43,10 +43,12 @@ def expected(entry: dict[str, Any]) -> list[str]:
 def measure(name: str, candidate: float) -> Counter[str]:
     """Right-first counts per tune set with one constant set to a candidate value."""
     from memory_bank.mcp import manifest
-    from memory_bank.mcp.ranking import blend, capability_index, nearest, rules
+    from memory_bank.mcp.ranking import blend, capability_index, learned, nearest, rules
 
     modules = {"capability_index": capability_index, "rules": rules, "blend": blend}
-    module = {**modules, "nearest": nearest}[tuning.constants()[name]["read_by"]]
+    module = {**modules, "nearest": nearest, "learned": learned}[
+        tuning.constants()[name]["read_by"]
+    ]
     saved = getattr(module, name)
     setattr(module, name, candidate)
     capability_index.forget_indexes()  # the index's weights are read when it is made
