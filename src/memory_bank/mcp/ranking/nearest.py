@@ -1,6 +1,6 @@
 """The nearest examples: how close a phrase is to each capability's texts by their character
 3- to 5-grams, TF-IDF weighted, learned from the spec alone (its examples in each language),
-and the rules' scores blended with it (NEAREST_WEIGHT; 0 turns it off)."""
+and the rules' scores blended with it (NEAREST_WEIGHT; 0, off, as tuning.json says why)."""
 
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ def blended(manifest: Manifest, query: str, scores: dict[str, float]) -> dict[st
     nor with the weight 0."""
     best = max(scores.values(), default=0.0)
     if best <= 0 or not NEAREST_WEIGHT:
-        return scores  # off: no index is made
+        return scores  # off (tuning.json): no index is made
     index = index_of(manifest)
     near = nearest_of(manifest)
     weights = request_weights(index, query, near.vocabulary)
