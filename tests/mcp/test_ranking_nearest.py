@@ -117,9 +117,26 @@ def test_the_index_is_made_quickly():
 
 def test_what_the_user_hands_over_can_count_less_than_the_request(monkeypatch):
     index = capability_index.index_of(manifest.load())
+    vocabulary = nearest.nearest_of(manifest.load()).vocabulary
+    monkeypatch.setattr(nearest, "NEAREST_CONTENT", 1.0)
     monkeypatch.setattr(nearest, "NEAREST_CLAUSE", 0.5)
-    weights = nearest.request_weights(index, 'remember this: the "spare keys" are at reception')
+    text = 'remember this: the "spare keys" are at reception'
+    weights = nearest.request_weights(index, text, vocabulary)
     assert weights["spare"] == weights["keys"] == weights["reception"] == 0.5
     assert "remember" not in weights
     monkeypatch.setattr(nearest, "NEAREST_CLAUSE", 1.0)
-    assert nearest.request_weights(index, "remember this: the keys are at reception") == {}
+    plain = "remember this: the keys are at reception"
+    assert nearest.request_weights(index, plain, vocabulary) == {}
+
+
+def test_a_misspelt_request_word_counts_more_than_the_users_own_subject(monkeypatch):
+    tools = manifest.load()
+    index, vocabulary = capability_index.index_of(tools), nearest.nearest_of(tools).vocabulary
+    monkeypatch.setattr(nearest, "NEAREST_CONTENT", 0.5)
+    text = "delte the note about Steuerberaterin Albers"
+    weights = nearest.request_weights(index, text, vocabulary)
+    # A word the spec uses counts in full; an unknown one at least NEAREST_CONTENT, more the
+    # likelier it is a spec word misspelt.
+    assert "note" not in weights
+    assert 0.5 <= weights["albers"] < weights["delte"] < 1.0
+    assert weights["steuerberaterin"] < weights["delte"]

@@ -3,7 +3,8 @@
 Five jobs, one module each: phrase.py reads a phrase's shape, capability_index.py indexes the
 capabilities' texts, rules.py turns the shape into scores and the answer, blend.py adds
 meaning with an embedding model, nearest.py can add the closeness of the spec's nearest
-examples by character n-grams (off: NEAREST_WEIGHT is 0, tuning.json says why); the
+examples by character n-grams (off: NEAREST_WEIGHT is 0, tuning.json says why; vocabulary.py
+tells it a misspelt request word from the user's own subject); the
 constants they were tuned with are data (tuning.json, tuned by tune.py).
 
 Every capability has documents: its title, its summary, what its method and path say a change

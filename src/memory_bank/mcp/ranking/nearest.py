@@ -15,6 +15,7 @@ from memory_bank.mcp.manifest import Manifest
 from memory_bank.mcp.ranking import tuning
 from memory_bank.mcp.ranking.capability_index import Index, capability_texts, index_of
 from memory_bank.mcp.ranking.phrase import SLOT, tokens
+from memory_bank.mcp.ranking.vocabulary import Vocabulary
 
 # Tuned on the tune halves of the phrasing sets: tuning.json says what each does, and
 # `python -m memory_bank.mcp.ranking.tune` measures a value.
@@ -87,7 +88,10 @@ class Nearest:
 
     def __init__(self, texts: Iterable[tuple[str, str, str]]) -> None:
         """texts: (capability, its language or COMMON, text)."""
-        self.texts = [(name, code, grams(text)) for name, code, text in texts]
+        given = list(texts)
+        self.texts = [(name, code, grams(text)) for name, code, text in given]
+        # Every language's words: a misspelt word is like one of them whatever its language.
+        self.vocabulary = Vocabulary(text for _, _, text in given)
         self.names = list(dict.fromkeys(name for name, _, _ in self.texts))
         self._parts: dict[tuple[str, ...], _Part] = {}
 
@@ -139,15 +143,17 @@ def of_index(index: Index) -> Nearest:
     )
 
 
-def request_weights(index: Index, query: str) -> dict[str, float]:
+def request_weights(index: Index, query: str, vocabulary: Vocabulary) -> dict[str, float]:
     """What each word of a phrase counts for its closeness to the examples: the request, not
-    what the user hands over. A word no capability's text in any language uses (the user's
-    own subject) counts NEAREST_CONTENT; a word after the first colon or inside quotes
-    NEAREST_CLAUSE (the examples put their placeholder there); the rest 1. Punctuation, the
-    languages' words and the spec's texts tell which is which: no language is named here."""
+    what the user hands over. A word no capability's text in any language uses counts by how
+    like one of the spec's words it is: NEAREST_CONTENT when like none (the user's own
+    subject), up to 1 when nearly one (a misspelt request word: 'delte', 'chek'); a word after
+    the first colon or inside quotes NEAREST_CLAUSE (the examples put their placeholder
+    there); the rest 1. Punctuation, the languages' words and the spec's texts tell which is
+    which: no language is named here."""
     weights: dict[str, float] = {}
     if NEAREST_CONTENT == 1 and NEAREST_CLAUSE == 1:
-        return weights  # the whole phrase (tuning.json says why)
+        return weights  # the whole phrase
     handed = " ".join(_HANDED.findall(query))
     head, colon, tail = query.partition(":")
     if colon and tokens(head):
@@ -156,7 +162,8 @@ def request_weights(index: Index, query: str) -> dict[str, float]:
         weights[word] = min(weights.get(word, 1.0), NEAREST_CLAUSE)
     for word in tokens(query):
         if word != SLOT and not index.known(word):
-            weights[word] = min(weights.get(word, 1.0), NEAREST_CONTENT)
+            unlike = (1 - NEAREST_CONTENT) * (1 - vocabulary.likeness(word))
+            weights[word] = min(weights.get(word, 1.0), 1 - unlike)
     return weights
 
 
@@ -182,11 +189,11 @@ def blended(manifest: Manifest, query: str, scores: dict[str, float]) -> dict[st
     if best <= 0 or not NEAREST_WEIGHT:
         return scores  # off (tuning.json): no index is made
     index = index_of(manifest)
-    near = nearest_of(manifest).closeness(
-        query, index.detect(query), int(NEAREST_BEST_OF), request_weights(index, query)
-    )
+    near = nearest_of(manifest)
+    weights = request_weights(index, query, near.vocabulary)
+    closeness = near.closeness(query, index.detect(query), int(NEAREST_BEST_OF), weights)
     weight = NEAREST_WEIGHT
     return {
         name: (1 - weight) * scores.get(name, 0.0) + weight * best * value
-        for name, value in near.items()
+        for name, value in closeness.items()
     }
