@@ -43,6 +43,7 @@ NEGATIONS = ("negation", "no_save", "negation_trap")
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt")
 # The sets written before tuning, split into a tune and a held-out half, newest first.
 HELD_OUT_SETS = (
+    "phrasings_m.json",
     "phrasings_l.json",
     "phrasings_k.json",
     "phrasings_j.json",
@@ -166,7 +167,7 @@ def rank_1(
     split: str = "holdout", name: str = "phrasings_b.json", embedder: Any = None, within: int = 1
 ) -> dict[str, tuple[int, int]]:
     """(right first, phrasings) on a split of a set written before tuning (phrasings_b.json to
-    phrasings_l.json): all, per language, negations; lexical, or with an embedding model when
+    phrasings_m.json): all, per language, negations; lexical, or with an embedding model when
     one is given; with `within` 3, right among the first three."""
     from memory_bank.mcp import manifest as manifest_module
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""The nearest-example blend's figures (mcp/ranking/nearest.py), as docs/mcp.md quotes them.
+"""The blends' figures (mcp/ranking/nearest.py, learned.py), as docs/mcp.md quotes them.
 
     PYTHONPATH=src python tools/nearest_figures.py --build
-    PYTHONPATH=src python tools/nearest_figures.py --weight 0.7 [--split tune]
+    PYTHONPATH=src python tools/nearest_figures.py --weight 0.7 [--learned 0.45] [--split tune]
 
 `--build` prints how long the index takes to make (median of five): the n-grams of every
 capability's texts, one language's vectors, each further language's, and one query.
 `--weight` prints rank-1 and top-3 on one split of every set written before tuning, with the
-blend at that weight (0: the rules alone), per language and for negations. The tune split is
+blend at that weight (0: the rules alone) and the learned model's at `--learned` (0 unless
+told), per language and for negations. The tune split is
 the one to choose by (and `python -m memory_bank.mcp.ranking.tune NEAREST_WEIGHT ...` the
 command that tunes it); a holdout figure is measured once, when a design is frozen.
 """
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gen_mcp
 from memory_bank.mcp import lexicon, manifest
-from memory_bank.mcp.ranking import capability_index, nearest
+from memory_bank.mcp.ranking import capability_index, learned, nearest
 
 
 def build_times() -> dict[str, float]:
@@ -57,9 +58,10 @@ def build_times() -> dict[str, float]:
     return {label: statistics.median(values) * 1000 for label, values in stages.items()}
 
 
-def figures(split: str, weight: float) -> list[str]:
+def figures(split: str, weight: float, learned_weight: float = 0.0) -> list[str]:
     """One line per set: rank-1 and top-3, all, per language, negations."""
     nearest.NEAREST_WEIGHT = weight
+    learned.LEARNED_WEIGHT = learned_weight
     lines = []
     for name in gen_mcp.HELD_OUT_SETS:
         first = gen_mcp.rank_1(split, name)
@@ -79,12 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", action="store_true", help="the index's build time")
     parser.add_argument("--weight", type=float, help="rank-1 (top-3) with the blend at this")
     parser.add_argument("--split", default="tune", choices=("tune", "holdout"))
+    parser.add_argument(
+        "--learned", type=float, default=0.0, help="and the learned model's blend at this"
+    )
     args = parser.parse_args(argv)
     if args.build:
         for label, ms in build_times().items():
             print(f"{label}: {ms:.1f} ms")
     if args.weight is not None:
-        print("\n".join(figures(args.split, args.weight)))
+        print("\n".join(figures(args.split, args.weight, args.learned)))
     return 0
 
 

@@ -38,9 +38,10 @@ C_FLOORS = {"all": 0.89, "non-English": 0.93, "en": 0.79, "de": 0.90, "fr": 0.90
 # Measured once at the end of issue 31's second pass: 48/55 = 0.87 overall, en 21/25, de
 # 10/10, fr 9/10, es 8/10, non-English 27/30, negations 8/10 (47/55, es 7/10 before it); each
 # floor is one miss below. Short of the issue's 0.90 overall: reported as measured
-# (tests/mcp/test_ranking_semantic.py has the figures with a model).
+# (tests/mcp/test_ranking_semantic.py has the figures with a model). With the learned model's
+# blend (issue 43's fourth pass), measured once: 50/55; the overall floor raised.
 D_FLOORS = {
-    "all": 47 / 55,
+    "all": 49 / 55,
     "en": 20 / 25,
     "de": 9 / 10,
     "fr": 8 / 10,
@@ -83,9 +84,10 @@ ISSUE_FLOOR, ISSUE_NON_ENGLISH_FLOOR = 0.90, 0.75
 # Floors on the held-out half of phrasings_j.json (issue 43: voices no earlier set had, in six
 # languages, written from the tool list before the ranking was read, measured once after the
 # tuning on its other half): 34/43 overall, en 10/13, de, fr, es 5/6, it 4/6, pt 5/6, negations
-# 12/13 (29/43 before issue 43); each floor is one miss below.
+# 12/13 (29/43 before issue 43); each floor is one miss below. With the learned model's blend
+# (issue 43's fourth pass), measured once: 36/43; the overall floor raised.
 J_FLOORS = {
-    "all": 33 / 43,
+    "all": 35 / 43,
     "en": 9 / 13,
     "de": 4 / 6,
     "fr": 4 / 6,
@@ -128,6 +130,23 @@ L_FLOORS = {
     "it": 4 / 8,
     "pt": 3 / 8,
     "negations": 6 / 13,
+}
+# Floors on the held-out half of phrasings_m.json (written blind from the operations' names,
+# summaries and descriptions, in voices no set had: formal, a child, texting shorthand,
+# passive, a program addressing the service, question tags, a request after an aside,
+# emotional; committed alone before any measurement; its tune half tuned on, its holdout texts
+# and results never looked at). Measured once untuned: 46/72 (50/72 with all-mpnet-base-v2);
+# then once with the learned model's blend (issue 43): 47/72, en 23/32, de 6/8, fr 4/8, es
+# 5/8, it 6/8, pt 3/8, negations 8/14; each floor is one miss below.
+M_FLOORS = {
+    "all": 46 / 72,
+    "en": 22 / 32,
+    "de": 5 / 8,
+    "fr": 3 / 8,
+    "es": 4 / 8,
+    "it": 5 / 8,
+    "pt": 2 / 8,
+    "negations": 7 / 14,
 }
 # Floors on phrasings_j_nl.json, Dutch held out whole (its words and examples added as data,
 # then measured once): 12/16, negations 2/4; one miss below.
@@ -315,6 +334,7 @@ def test_rank_1_on_the_fifth_set_held_out_in_four_languages():
 @pytest.mark.parametrize(
     ("name", "floors", "count"),
     [
+        ("phrasings_m.json", M_FLOORS, 72),
         ("phrasings_l.json", L_FLOORS, 72),
         ("phrasings_k.json", K_FLOORS, 72),
         ("phrasings_j.json", J_FLOORS, 43),

@@ -1,11 +1,12 @@
 """Rank capabilities for a plain-language phrase: deterministic, from the spec's own words.
 
-Five jobs, one module each: phrase.py reads a phrase's shape, capability_index.py indexes the
+Six jobs, one module each: phrase.py reads a phrase's shape, capability_index.py indexes the
 capabilities' texts, rules.py turns the shape into scores and the answer, blend.py adds
-meaning with an embedding model, nearest.py can add the closeness of the spec's nearest
-examples by character n-grams (off: NEAREST_WEIGHT is 0, tuning.json says why; vocabulary.py
-tells it a misspelt request word from the user's own subject); the
-constants they were tuned with are data (tuning.json, tuned by tune.py).
+meaning with an embedding model, learned.py adds a model fitted on the spec's texts alone
+(learn.py fits it), nearest.py can add the closeness of the spec's nearest examples by
+character n-grams (off: NEAREST_WEIGHT is 0, tuning.json says why; vocabulary.py tells it a
+misspelt request word from the user's own subject); the constants they were tuned with are
+data (tuning.json, tuned by tune.py).
 
 Every capability has documents: its title, its summary, what its method and path say a change
 does ("create memory"), and the example phrasings the spec gives it (`x-mcp-examples`, in

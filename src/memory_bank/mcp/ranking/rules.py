@@ -66,7 +66,7 @@ def answer(
     (nearest.py), and with LEARNED_WEIGHT above 0 the learned model's probabilities
     (learned.py)."""
     if not nearest.NEAREST_WEIGHT and not learned.LEARNED_WEIGHT:
-        # The rules alone (tuning.json says why the blends are off).
+        # The rules alone: both blends turned off (tuning.json).
         return _unframed(manifest, query, limit, embedder, FRAMES)[0]
     index = index_of(manifest)
     found = _unframed(manifest, query, len(index.capabilities), embedder, FRAMES)[0]
