@@ -10,14 +10,16 @@ tuning pairs tune, the rest is held out; the written questions tune at even inde
 `--fit` fits the model's relevance models (search/calibration.py: over the cosine alone, and
 read against the query's level among the shipped background, search/background.py, when the
 model has one) and the default floor on the tuning half and writes them to
-src/memory_bank/search/calibration.json (the ranking's order curves and the hint thresholds are
-kept); `--levels` compares ways of reading the cosine against that background on the tuning
-half; then, or on its own, the floor table is printed for
-the held-out half, or with `--half tune` for the tuning half (abstention: share of
-unanswerable questions answered with no result in the default hybrid mode; paraphrase hit@5
-and LoCoMo recall@10 with the floor; ROC AUC of the top result's score at min_score=0,
-answerable paraphrase questions against unanswerable ones), beside the fusion before
-calibration, and written to benchmarks/results/.
+src/memory_bank/search/calibration.json (for HEADS' models with a head's weights beside it; the
+ranking's order curves and the hint thresholds are kept); `--levels` compares ways of reading
+the cosine against that background on the tuning half; `--heads` compares answerability heads
+over the vectors (Question.memories) by cross-validation within the tuning half; `--head L2`
+prints the q⊙d head's floor table beside the shipped calibration's; then, or on its own, the
+floor table is printed for the held-out half, or with `--half tune` for the tuning half
+(abstention: share of unanswerable questions answered with no result in the default hybrid
+mode; paraphrase hit@5 and LoCoMo recall@10 with the floor; ROC AUC of the top result's score
+at min_score=0, answerable paraphrase questions against unanswerable ones), beside the fusion
+before calibration, and written to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -105,7 +107,12 @@ def ranker(
             cal,
             blend.lexical_scale,
         )
-        return shipped.relevance(fused, cosine, q.shares, cal, at)
+        pair = None
+        head = cal.head_of(q.vector) if at is not None and q.vector is not None else None
+        if head is not None:
+            assert q.memories is not None, "candidates built without their vectors"
+            pair = {m: float(q.memories[m].astype(np.float32) @ head) for m, _ in fused}
+        return shipped.relevance(fused, cosine, q.shares, cal, at, pair)
 
     return rank
 
@@ -250,6 +257,15 @@ def fit(qs: Sequence[Question], model: str) -> dict[str, Any]:
         for mode, names, hybrid in (("semantic", AGAINST, False), ("hybrid", AGAINST_JOINT, True)):
             x, y, w = evidence(tune, mode, model, against(name, hybrid))
             leveled[mode] = _named(names, logistic(x, y, w))
+        if model in HEADS:
+            # the hybrid model refitted with the q⊙d head (--heads chose it, --head measured it)
+            made = _Heads(tune, model)
+            beta = made.fit(tune, _product, HEADS[model])
+            leveled["hybrid"] = _named(AGAINST_JOINT, np.r_[beta[: len(AGAINST_JOINT)], beta[-1]])
+            head = beta[len(AGAINST_JOINT) : -1]
+            # _product's columns are the dimension times q⊙d: the weights carry that factor.
+            out["head weights"] = len(head) * head
+            leveled["head"] = f"head-{name.removeprefix('local:').replace('/', '--')}.npy"
         out["background"] = leveled
     return out
 
@@ -423,6 +439,10 @@ def levels(qs: Sequence[Question], model: str) -> None:
 
 
 FOLDS = 3  # --heads' cross-validation folds within the tuning half
+# The models whose hybrid relevance --fit refits with the q⊙d head, and its L2 penalty: chosen
+# by --heads on the tuning half (all-mpnet-base-v2 gained nothing there), then measured once on
+# the held-out half with --head (docs/search.md).
+HEADS = {"all-MiniLM-L6-v2": 1000.0}
 LAMBDAS = (0.01, 1.0, 100.0, 1000.0, 3000.0, 10000.0)  # --heads' L2 penalties on a head's columns
 
 
@@ -445,14 +465,16 @@ def _folds(tune: Sequence[Question]) -> dict[int, int]:
 PairFeatures = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
+def _product(q: np.ndarray, d: np.ndarray, bg: np.ndarray) -> np.ndarray:
+    """q⊙d of each candidate row, whose sum is the cosine, times the dimension, so each column
+    is about the cosine's size."""
+    return len(q) * q[None, :] * d
+
+
 def _pair_features(model: str) -> dict[str, PairFeatures]:
     """Evidence of a (query, memory) pair beside the shipped features, each over the query's
     unit vector, its candidates' rows and the model's background rows (search/background.py):
     what a score may read without the owner's other memories."""
-
-    def product(q: np.ndarray, d: np.ndarray, bg: np.ndarray) -> np.ndarray:
-        # q⊙d, whose sum is the cosine, scaled so each column is about the cosine's size.
-        return len(q) * q[None, :] * d
 
     def centred(q: np.ndarray, d: np.ndarray, bg: np.ndarray) -> np.ndarray:
         mu = bg.mean(0)
@@ -465,7 +487,7 @@ def _pair_features(model: str) -> dict[str, PairFeatures]:
         return np.column_stack([mean, spread, (d @ q - mean) / spread])
 
     return {
-        "q⊙d (a weight per dimension)": product,
+        "q⊙d (a weight per dimension)": _product,
         "centred cosine (less the background's mean vector)": centred,
         "the memory's background level (mean, spread, standing)": memory_level,
     }
@@ -726,6 +748,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit:
         stored = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {"models": {}}
         curves = fit(qs, args.model)
+        weights = curves.pop("head weights", None)
+        if weights is not None:
+            head = CALIBRATION.with_name(curves["background"]["head"])
+            np.save(head, np.asarray(weights, dtype=np.float16))
+            calibration._head.cache_clear()
         stored["lexical"] = curves.pop("lexical")
         stored["models"][name] |= curves
         stored.setdefault("floor", 0.5)
