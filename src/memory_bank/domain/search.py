@@ -99,7 +99,7 @@ def find(
                 only,
                 cal,
                 level,
-                cal.head_of(scored[0]) if level is not None else None,
+                cal.head_of(scored[0]) if level is not None and wanted == "hybrid" else None,
             )
         floor = given if given is not None else (cal.floor if used != "lexical" else 0.0)
         hits = _above(hits, floor)
