@@ -66,6 +66,9 @@ class Question:
     coverage_terms: float = 0.0  # the largest share among the best 3 BM25 hits
     # The query's unit vector (float32), for evidence that reads the query alone.
     vector: np.ndarray | None = None
+    # Every memory's unit vector (float16) of the user asked, by label: one dict shared by the
+    # user's questions (and pickled once), for evidence that reads a (query, memory) pair.
+    memories: dict[str, np.ndarray] | None = None
 
 
 @dataclass
@@ -251,10 +254,13 @@ def build(
 
         writing(engine, save)
         matrices: dict[str, tuple[list[str], np.ndarray]] = {}
+        vectors: dict[str, dict[str, np.ndarray]] = {}
         started = time.perf_counter()
         for user, by_id in texts.items():
             ids = list(by_id)
             matrices[user] = (ids, provider.embed([by_id[i] for i in ids]))
+            half = matrices[user][1].astype(np.float16)
+            vectors[user] = {label[m]: row for m, row in zip(ids, half, strict=True)}
         print(
             f"embedded {sum(len(t) for t in texts.values())} memories in "
             f"{time.perf_counter() - started:.1f} s",
@@ -298,6 +304,7 @@ def build(
                         {label[m]: v for m, v in held.items() if m in kept},
                         max((held[m] for m, _ in ranking.hits[:3]), default=0.0),
                         asked_vector,
+                        vectors[user],
                     )
                 )
         engine.dispose()

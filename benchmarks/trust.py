@@ -10,14 +10,16 @@ tuning pairs tune, the rest is held out; the written questions tune at even inde
 `--fit` fits the model's relevance models (search/calibration.py: over the cosine alone, and
 read against the query's level among the shipped background, search/background.py, when the
 model has one) and the default floor on the tuning half and writes them to
-src/memory_bank/search/calibration.json (the ranking's order curves and the hint thresholds are
-kept); `--levels` compares ways of reading the cosine against that background on the tuning
-half; then, or on its own, the floor table is printed for
-the held-out half, or with `--half tune` for the tuning half (abstention: share of
-unanswerable questions answered with no result in the default hybrid mode; paraphrase hit@5
-and LoCoMo recall@10 with the floor; ROC AUC of the top result's score at min_score=0,
-answerable paraphrase questions against unanswerable ones), beside the fusion before
-calibration, and written to benchmarks/results/.
+src/memory_bank/search/calibration.json (for HEADS' models with a head's weights beside it; the
+ranking's order curves and the hint thresholds are kept); `--levels` compares ways of reading
+the cosine against that background on the tuning half; `--heads` compares answerability heads
+over the vectors (Question.memories) by cross-validation within the tuning half; `--head L2`
+prints the q⊙d head's floor table beside the shipped calibration's; then, or on its own, the
+floor table is printed for the held-out half, or with `--half tune` for the tuning half
+(abstention: share of unanswerable questions answered with no result in the default hybrid
+mode; paraphrase hit@5 and LoCoMo recall@10 with the floor; ROC AUC of the top result's score
+at min_score=0, answerable paraphrase questions against unanswerable ones), beside the fusion
+before calibration, and written to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -105,7 +107,12 @@ def ranker(
             cal,
             blend.lexical_scale,
         )
-        return shipped.relevance(fused, cosine, q.shares, cal, at)
+        pair = None
+        head = cal.head_of(q.vector) if at is not None and q.vector is not None else None
+        if head is not None:
+            assert q.memories is not None, "candidates built without their vectors"
+            pair = {m: float(q.memories[m].astype(np.float32) @ head) for m, _ in fused}
+        return shipped.relevance(fused, cosine, q.shares, cal, at, pair)
 
     return rank
 
@@ -130,13 +137,16 @@ def before(q: Question, limit: int) -> list[tuple[str, float]]:
     return out[:limit]
 
 
-def logistic(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def logistic(
+    x: np.ndarray, y: np.ndarray, weight: np.ndarray, penalty: np.ndarray | None = None
+) -> np.ndarray:
     """The coefficients (one per column of x, then the offset) of the logistic model fitted to
     labels y over features x with these sample weights (Newton's method; a little ridge keeps
-    separable data finite)."""
+    separable data finite; penalty: an L2 penalty per column of x, the offset's is never)."""
     x = np.column_stack([x.reshape(len(y), -1), np.ones(len(y))])
     beta = np.zeros(x.shape[1])
-    ridge = 1e-6 * np.eye(x.shape[1])
+    extra = np.zeros(x.shape[1]) if penalty is None else np.append(penalty, 0.0)
+    ridge = np.diag(1e-6 + extra)
     for _ in range(100):
         p = 1 / (1 + np.exp(-np.clip(x @ beta, -60, 60)))
         g = x.T @ (weight * (p - y)) + ridge @ beta
@@ -212,13 +222,20 @@ def evidence(
             xs.append(row)
             ys.append(1.0 if m in q.expected else 0.0)
             group.append("none" if not q.expected else q.kind == "locomo")
-    weights = np.zeros(len(xs))
+    return np.array(xs), np.array(ys), _balanced(group)
+
+
+def _balanced(group: Sequence[Any]) -> np.ndarray:
+    """evidence()'s sample weights of rows of these groups ("none": not an answer; True: a
+    LoCoMo answer; False: a paraphrase answer): half the total to each label, and the
+    paraphrase answers as much as LoCoMo's."""
+    weights = np.zeros(len(group))
     shares = {"none": 0.5, True: 0.25, False: 0.25}
     for g, share in shares.items():
         members = [i for i, each in enumerate(group) if each == g]
         for i in members:
-            weights[i] = share / len(members) * len(xs)
-    return np.array(xs), np.array(ys), weights
+            weights[i] = share / len(members) * len(group)
+    return weights
 
 
 def fit(qs: Sequence[Question], model: str) -> dict[str, Any]:
@@ -240,6 +257,15 @@ def fit(qs: Sequence[Question], model: str) -> dict[str, Any]:
         for mode, names, hybrid in (("semantic", AGAINST, False), ("hybrid", AGAINST_JOINT, True)):
             x, y, w = evidence(tune, mode, model, against(name, hybrid))
             leveled[mode] = _named(names, logistic(x, y, w))
+        if model in HEADS:
+            # the hybrid model refitted with the q⊙d head (--heads chose it, --head measured it)
+            made = _Heads(tune, model)
+            beta = made.fit(tune, _product, HEADS[model])
+            leveled["hybrid"] = _named(AGAINST_JOINT, np.r_[beta[: len(AGAINST_JOINT)], beta[-1]])
+            head = beta[len(AGAINST_JOINT) : -1]
+            # _product's columns are the dimension times q⊙d: the weights carry that factor.
+            out["head weights"] = len(head) * head
+            leveled["head"] = f"head-{name.removeprefix('local:').replace('/', '--')}.npy"
         out["background"] = leveled
     return out
 
@@ -412,6 +438,229 @@ def levels(qs: Sequence[Question], model: str) -> None:
     print(f"written {out.relative_to(common.REPO)}")
 
 
+FOLDS = 3  # --heads' cross-validation folds within the tuning half
+# The models whose hybrid relevance --fit refits with the q⊙d head, and its L2 penalty: chosen
+# by --heads on the tuning half (all-mpnet-base-v2 gained nothing there), then measured once on
+# the held-out half with --head (docs/search.md).
+HEADS = {"all-MiniLM-L6-v2": 1000.0}
+LAMBDAS = (0.01, 1.0, 100.0, 1000.0, 3000.0, 10000.0)  # --heads' L2 penalties on a head's columns
+
+
+def _folds(tune: Sequence[Question]) -> dict[int, int]:
+    """Each tuning question's fold: a LoCoMo question (answerable, or asked of another user)
+    by the conversation searched, any other by its text, so that a paraphrase question asked
+    with and without its pair, and a written question asked of every user, fall in one fold."""
+    searched: list[int] = []
+    for q in tune:
+        if q.kind == "locomo" and id(q.memories) not in searched:
+            searched.append(id(q.memories))
+    return {
+        id(q): searched.index(id(q.memories)) % FOLDS
+        if q.kind in ("locomo", "none-locomo")
+        else zlib.crc32(q.query.encode()) % FOLDS
+        for q in tune
+    }
+
+
+PairFeatures = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def _product(q: np.ndarray, d: np.ndarray, bg: np.ndarray) -> np.ndarray:
+    """q⊙d of each candidate row, whose sum is the cosine, times the dimension, so each column
+    is about the cosine's size."""
+    return len(q) * q[None, :] * d
+
+
+def _pair_features(model: str) -> dict[str, PairFeatures]:
+    """Evidence of a (query, memory) pair beside the shipped features, each over the query's
+    unit vector, its candidates' rows and the model's background rows (search/background.py):
+    what a score may read without the owner's other memories."""
+
+    def centred(q: np.ndarray, d: np.ndarray, bg: np.ndarray) -> np.ndarray:
+        mu = bg.mean(0)
+        qc, dc = q - mu, d - mu[None, :]
+        return ((dc @ qc) / (np.linalg.norm(dc, axis=1) * np.linalg.norm(qc)))[:, None]
+
+    def memory_level(q: np.ndarray, d: np.ndarray, bg: np.ndarray) -> np.ndarray:
+        cos = d @ bg.T
+        mean, spread = cos.mean(1), cos.std(1)
+        return np.column_stack([mean, spread, (d @ q - mean) / spread])
+
+    return {
+        "q⊙d (a weight per dimension)": _product,
+        "centred cosine (less the background's mean vector)": centred,
+        "the memory's background level (mean, spread, standing)": memory_level,
+    }
+
+
+class _Heads:
+    """Hybrid relevance models over AGAINST_JOINT and a head's pair features (_pair_features),
+    over the shipped ranking's first SHOWN results of each question."""
+
+    def __init__(self, qs: Sequence[Question], model: str) -> None:
+        from memory_bank.search import background, calibration
+        from memory_bank.search import fusion as shipped
+
+        name = MODELS[model]
+        cal = calibration.for_model(name)
+        bg = background.vectors(name)
+        assert bg is not None, f"{model} has no shipped background"
+        assert all(q.memories is not None for q in qs), "candidates built without their vectors"
+        self.bg = bg
+        self.shown: dict[int, list[str]] = {}
+        self.base: dict[int, np.ndarray] = {}
+        blend = shipped.BLEND
+        features = against(name)
+        for q in qs:
+            fused = shipped.fuse(
+                q.lexical[: blend.candidates],
+                _dense(q, blend.candidates),
+                q.cosine,
+                blend.dense_weight(q.coverage),
+                SHOWN,
+                q.attainable,
+                cal,
+            )
+            self.shown[id(q)] = [m for m, _ in fused]
+            self.base[id(q)] = np.array(
+                [features(q, q.cosine[m], q.shares.get(m, 0.0)) for m in self.shown[id(q)]]
+            )
+
+    def rows(self, q: Question, pair: PairFeatures | None) -> np.ndarray:
+        """The features of the question's shown results."""
+        if pair is None:
+            return self.base[id(q)]
+        assert q.vector is not None and q.memories is not None
+        d = np.stack([q.memories[m].astype(np.float32) for m in self.shown[id(q)]])
+        return np.hstack([self.base[id(q)], pair(q.vector.astype(np.float32), d, self.bg)])
+
+    def fit(self, qs: Sequence[Question], pair: PairFeatures | None, penalty: float) -> np.ndarray:
+        """The model fitted on these questions' evidence (evidence()'s rows and weights), the L2
+        penalty on the head's columns."""
+        xs, ys, group = [], [], []
+        for q in qs:
+            for m, row in zip(self.shown[id(q)], self.rows(q, pair), strict=True):
+                if q.expected and m not in q.expected:
+                    continue
+                xs.append(row)
+                ys.append(1.0 if m in q.expected else 0.0)
+                group.append("none" if not q.expected else q.kind == "locomo")
+        x = np.array(xs)
+        columns = np.zeros(x.shape[1])
+        columns[len(AGAINST_JOINT) :] = penalty
+        return logistic(x, np.array(ys), _balanced(group), columns)
+
+    def scored(
+        self, qs: Sequence[Question], pair: PairFeatures | None, beta: np.ndarray
+    ) -> dict[int, list[tuple[str, float]]]:
+        """Each question's shown results in the shipped order with this model's scores."""
+        from memory_bank.search.calibration import descending
+
+        out = {}
+        for q in qs:
+            z = np.column_stack([self.rows(q, pair), np.ones(len(self.shown[id(q)]))]) @ beta
+            p = 1 / (1 + np.exp(-np.clip(z, -60, 60)))
+            out[id(q)] = descending(zip(self.shown[id(q)], p.tolist(), strict=True))
+        return out
+
+
+def heads(qs: Sequence[Question], model: str) -> None:
+    """Answerability heads over the frozen vectors compared with the shipped features on the
+    tuning half, by FOLDS-fold cross-validation (_folds): each model is fitted on the other
+    folds and scores its fold's shipped ranking; the floor is chosen by choose_floor's rule over
+    the pooled scores. Needs candidates built with the memories' vectors (Question.memories)."""
+    tune = [q for q in qs if q.tune]
+    fold = _folds(tune)
+    made = _Heads(tune, model)
+
+    def cross_validated(pair: PairFeatures | None, penalty: float) -> Ranker:
+        scored: dict[int, list[tuple[str, float]]] = {}
+        for f in range(FOLDS):
+            beta = made.fit([q for q in tune if fold[id(q)] != f], pair, penalty)
+            scored |= made.scored([q for q in tune if fold[id(q)] == f], pair, beta)
+        return lambda q, limit: scored[id(q)][:limit]
+
+    variants: list[tuple[str, PairFeatures | None, float]] = [("shipped features", None, 0.0)]
+    for label, pair in _pair_features(MODELS[model]).items():
+        variants += [(f"+ {label}", pair, penalty) for penalty in LAMBDAS]
+    print(f"{model}, tuning half, {FOLDS}-fold cross-validated: hybrid relevance models")
+    print(
+        "| evidence | L2 | AUC | floor | abstention | paraphrase asked without | "
+        "LoCoMo other user | hit@5 | R@10 | at the shipped features' hit@5: abstention | R@10 |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out = {}
+    matched = 0.0
+    for label, pair, penalty in variants:
+        rank = cross_validated(pair, penalty)
+        floor = choose_floor(tune, rank)
+        f = figures(tune, rank, floor)
+        if pair is None:
+            matched = f["hit@5"]
+        # the most abstention at a floor that keeps the shipped features' hit@5
+        same = max(
+            (figures(tune, rank, float(v)) for v in np.arange(0.05, 0.96, 0.01)),
+            key=lambda g: (
+                ok := g["hit@5"] >= matched - 1e-9,
+                g["abstention"] if ok else g["hit@5"],
+            ),
+        )
+        key = f"{label}, L2 {penalty:g}"
+        out[key] = {"floor": floor, "chosen floor": f, "at the same hit@5": same}
+        print(
+            f"| {label} | {penalty:g} | {f['auc']:.3f} | {floor:g} | {f['abstention']:.3f} | "
+            f"{f['abstention none-paraphrase']:.3f} | {f['abstention none-locomo']:.3f} | "
+            f"{f['hit@5']:.3f} | {f['recall@10']:.3f} | {same['abstention']:.3f} | "
+            f"{same['recall@10']:.3f} |",
+            flush=True,
+        )
+    path = RESULTS / f"trust-heads-{model}.json"
+    path.write_text(
+        json.dumps({"model": model, "half": "tune", "folds": FOLDS, "rows": out}, indent=2) + "\n"
+    )
+    print(f"written {path.relative_to(common.REPO)}")
+
+
+def head_table(qs: Sequence[Question], model: str, penalty: float, which: str) -> None:
+    """The q⊙d head (_pair_features' first) with this L2 penalty, fitted on the whole tuning
+    half, beside the shipped calibration: the floor table of this half (held-out: measured once
+    the design is frozen by --heads' cross-validation)."""
+    from memory_bank.search import calibration
+
+    cal = calibration.for_model(MODELS[model])
+    pair = next(iter(_pair_features(MODELS[model]).values()))
+    made = _Heads(qs, model)
+    beta = made.fit([q for q in qs if q.tune], pair, penalty)
+    held = [q for q in qs if q.tune == (which == "tune")]
+    scored = made.scored(held, pair, beta)
+    head: Ranker = lambda q, limit: scored[id(q)][:limit]  # noqa: E731
+    rows: dict[str, Any] = {}
+    for label, rank in (("shipped", ranker("hybrid", cal)), (f"q⊙d head, L2 {penalty:g}", head)):
+        for floor in (0.0, 0.2, 0.3, 0.4):
+            rows[f"{label}, floor {floor:g}"] = figures(held, rank, floor)
+    print(
+        f"{model}, {which} half: the shipped calibration and the q⊙d head "
+        "(fitted on the tuning half)"
+    )
+    print(
+        "| hybrid | abstention | written | paraphrase asked without | LoCoMo other user "
+        "| hit@5 | LoCoMo R@10 | AUC |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, f in rows.items():
+        print(
+            f"| {label} | {f['abstention']:.3f} | {f['abstention none']:.3f} | "
+            f"{f['abstention none-paraphrase']:.3f} | {f['abstention none-locomo']:.3f} | "
+            f"{f['hit@5']:.3f} | {f['recall@10']:.3f} | {f['auc']:.3f} |"
+        )
+    path = RESULTS / f"trust-head-{model}{'-tune' if which == 'tune' else ''}.json"
+    path.write_text(
+        json.dumps({"model": model, "half": which, "penalty": penalty, "rows": rows}, indent=2)
+        + "\n"
+    )
+    print(f"written {path.relative_to(common.REPO)}")
+
+
 def load(model: str, cache: Path | None) -> list[Question]:
     """The questions with their candidates, from the cache when it is there."""
     if cache and cache.exists():
@@ -463,6 +712,17 @@ def main(argv: list[str] | None = None) -> int:
         help="compare readings of the query's background level on the tuning half",
     )
     parser.add_argument(
+        "--heads",
+        action="store_true",
+        help="compare answerability heads over the vectors on the tuning half (cross-validated)",
+    )
+    parser.add_argument(
+        "--head",
+        type=float,
+        metavar="L2",
+        help="the floor table of the q⊙d head with this penalty beside the shipped calibration",
+    )
+    parser.add_argument(
         "--half",
         choices=("held-out", "tune"),
         default="held-out",
@@ -479,9 +739,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.levels:
         levels(qs, args.model)
         return 0
+    if args.heads:
+        heads(qs, args.model)
+        return 0
+    if args.head is not None:
+        head_table(qs, args.model, args.head, args.half)
+        return 0
     if args.fit:
         stored = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {"models": {}}
         curves = fit(qs, args.model)
+        weights = curves.pop("head weights", None)
+        if weights is not None:
+            head = CALIBRATION.with_name(curves["background"]["head"])
+            np.save(head, np.asarray(weights, dtype=np.float16))
+            calibration._head.cache_clear()
         stored["lexical"] = curves.pop("lexical")
         stored["models"][name] |= curves
         stored.setdefault("floor", 0.5)

@@ -89,7 +89,17 @@ def find(
             # by the ranking (search/background.py).
             level = background.level(semantic.model, scored[0]) if cal.leveled else None
             hits = _semantic(
-                conn, owners, limit, wanted, matrices, scored[1], rankings, only, cal, level
+                conn,
+                owners,
+                limit,
+                wanted,
+                matrices,
+                scored[1],
+                rankings,
+                only,
+                cal,
+                level,
+                cal.head_of(scored[0]) if level is not None and wanted == "hybrid" else None,
             )
         floor = given if given is not None else (cal.floor if used != "lexical" else 0.0)
         hits = _above(hits, floor)
@@ -220,10 +230,12 @@ def _semantic(
     only: Filters,
     cal: calibration.Calibration,
     level: background.Level | None = None,
+    head: Any = None,
 ) -> list[tuple[str, str, float]]:
     """Cosine ("semantic") or the adaptive blend ("hybrid", over these BM25 candidates) of each
     owner's vectors that pass the filters, from their cosines with the query (products); only
-    vectors of the provider's model take part."""
+    vectors of the provider's model take part. head: the model's head for the query
+    (Calibration.head_of), read by the hybrid scores of the results alone."""
     blend = fusion.BLEND
     lexical: list[tuple[tuple[str, str], float]] = []
     dense: list[tuple[tuple[str, str], float]] = []
@@ -257,5 +269,29 @@ def _semantic(
         mine = [mid for (o, mid), _ in fused if o == owner]
         held = search_index.shares(conn, owner, ranking, mine)
         shares |= {(owner, mid): held[mid] for mid in mine}
-    scored = fusion.relevance(fused, cosine, shares, cal, level)
+    scored = fusion.relevance(fused, cosine, shares, cal, level, _pair(fused, matrices, head))
     return [(o, mid, s) for (o, mid), s in scored]
+
+
+def _pair(
+    fused: list[tuple[tuple[str, str], float]], matrices: dict[str, Matrix], head: Any
+) -> dict[tuple[str, str], float] | None:
+    """The head's term of each result with a vector: its row's product with the head (None
+    without a head)."""
+    if head is None:
+        return None
+    import numpy as np
+
+    out: dict[tuple[str, str], float] = {}
+    for owner in {o for (o, _), _ in fused}:
+        matrix = matrices[owner]
+        found = [
+            (mid, matrix.row_of[mid])
+            for (o, mid), _ in fused
+            if o == owner and mid in matrix.row_of
+        ]
+        if found:
+            # einsum, not a BLAS product, as for the cosines (search/dense.py).
+            terms = np.einsum("ij,j->i", matrix.rows[[r for _, r in found]], head)
+            out |= {(owner, mid): float(t) for (mid, _), t in zip(found, terms, strict=True)}
+    return out

@@ -7,7 +7,10 @@ memories, so the same memory and query score alike whatever else the owner holds
 - semantic: the cosine of the model that made the vectors, read against the query's level
   among a fixed background of sentences shipped with the package (search/background.py): how
   many of the background's spreads the cosine stands above its mean, and that spread (Against);
-- hybrid: those and the share of the query's terms, fitted jointly (Against).
+- hybrid: those and the share of the query's terms, fitted jointly (Against); for a model with a
+  head (Leveled.head: all-MiniLM-L6-v2), also a weight per dimension of the query's and the
+  memory's vectors multiplied together, fitted with them and shipped as a file beside
+  calibration.json (head_of; it reads the pair alone, like the rest).
 
 A model without a shipped background is scored by the cosine alone (Curve; hybrid: Joint over
 the cosine and the share). The background is the same for every owner, so it answers what the
@@ -45,9 +48,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from memory_bank.search.background import Level
+
+if TYPE_CHECKING:
+    # numpy comes with semantic search only: a lexical server never reads a head.
+    import numpy as np
 
 DATA = Path(__file__).with_name("calibration.json")
 K = TypeVar("K")
@@ -103,8 +110,9 @@ class Against:
     share: float = 0.0
     share_squared: float = 0.0
 
-    def __call__(self, cosine: float, level: Level, share: float = 0.0) -> float:
-        """The relevance of a result with this cosine (and share) for a query at this level."""
+    def __call__(self, cosine: float, level: Level, share: float = 0.0, pair: float = 0.0) -> float:
+        """The relevance of a result with this cosine (and share) for a query at this level;
+        pair: the head's term for the result (Calibration.head_of), when the model has one."""
         z = (
             self.cosine * cosine
             + self.standing * level.standing(cosine)
@@ -112,15 +120,18 @@ class Against:
             + self.share * share
             + self.share_squared * share * share
         )
-        return _logistic(z + self.offset)
+        return _logistic(z + pair + self.offset)
 
 
 @dataclass(frozen=True)
 class Leveled:
-    """The semantic and hybrid relevance models of a model with a shipped background."""
+    """The semantic and hybrid relevance models of a model with a shipped background; head: the
+    file of the hybrid model's weights over the query's and the memory's vectors (one per
+    dimension, fitted with it), None when the model has none."""
 
     semantic: Against
     hybrid: Against
+    head: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,12 +165,33 @@ class Calibration:
             return self.leveled.semantic(cosine, level)
         return self.semantic(cosine)
 
-    def joint(self, cosine: float, share: float, level: Level | None) -> float:
+    def joint(self, cosine: float, share: float, level: Level | None, pair: float = 0.0) -> float:
         """A hybrid result's relevance from its cosine and share of the query's terms: against
-        the query's level when there is one (and models for it), else the joint model."""
+        the query's level when there is one (and models for it), else the joint model; pair:
+        the head's term for it (head_of), read with the level only."""
         if level is not None and self.leveled is not None:
-            return self.leveled.hybrid(cosine, level, share)
+            return self.leveled.hybrid(cosine, level, share, pair)
         return self.hybrid(cosine, share)
+
+    def head_of(self, query: np.ndarray) -> np.ndarray | None:
+        """The model's head for this query (None: it has none, or the vector is not of its
+        size): a memory's term in the hybrid relevance is its unit vector's product with it."""
+        import numpy as np
+
+        if self.leveled is None or self.leveled.head is None:
+            return None
+        weights = _head(self.leveled.head)
+        if weights.shape[0] != query.shape[-1]:
+            return None
+        return weights * query.reshape(-1).astype(np.float32)
+
+
+@cache
+def _head(name: str) -> np.ndarray:
+    """A head's weights (float32), from their file beside this module."""
+    import numpy as np
+
+    return np.load(DATA.with_name(name)).astype(np.float32)
 
 
 def _curve(raw: dict[str, float]) -> Curve:
@@ -200,6 +232,7 @@ def for_model(model: str | None) -> Calibration:
         Leveled(
             Against(**{k: float(v) for k, v in leveled["semantic"].items()}),
             Against(**{k: float(v) for k, v in leveled["hybrid"].items()}),
+            leveled.get("head"),
         )
         if leveled
         else None,

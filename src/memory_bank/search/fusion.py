@@ -109,15 +109,20 @@ def relevance(
     shares: Mapping[K, float],
     calibration: Calibration,
     level: Level | None = None,
+    pair: Mapping[K, float] | None = None,
 ) -> list[tuple[K, float]]:
     """fuse()'s results in its order with their relevance: the joint model over each one's
     cosine and share of the query's terms (search/index.shares), read against the query's
-    background level when there is one (search/background.py), or the lexical curve over its
-    share when it has no vector; each capped at the one ranked above it."""
+    background level when there is one (search/background.py), with the model's head's term
+    of each (pair: Calibration.head_of's product with its vector) when it has a head, or the
+    lexical curve over its share when it has no vector; each capped at the one ranked above
+    it."""
     return descending(
         (
             k,
-            calibration.joint(cosine[k], shares.get(k, 0.0), level)
+            calibration.joint(
+                cosine[k], shares.get(k, 0.0), level, pair.get(k, 0.0) if pair else 0.0
+            )
             if k in cosine
             else calibration.lexical(shares.get(k, 0.0)),
         )
